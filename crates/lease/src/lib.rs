@@ -1,0 +1,1 @@
+//! Assignment leases, the hook log and the webhook refusal record.

@@ -1,0 +1,222 @@
+//! The one atomic durable write (temp file, fsync, rename, fsync of the directory) and private directories.
+
+use std::fs::{self, File, OpenOptions, Permissions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use rand::RngExt;
+
+/// Characters of the random part of a temp name.
+const TEMP_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+const TEMP_SUFFIX_LEN: usize = 8;
+const TEMP_TRIES: usize = 8;
+
+/// What happened after the rename; the new content is visible in both cases (RG-8.3).
+#[derive(Debug)]
+pub enum Durability {
+    Synced,
+    /// The directory fsync failed; callers may warn, never retry.
+    DirectoryNotSynced(io::Error),
+}
+
+/// Replaces `target` with `bytes`: temp file beside it (0600, `O_EXCL`), fsync, rename, fsync of the directory.
+/// On any failure before the rename the temp file is removed and `target` is untouched.
+pub fn write_atomic(target: &Path, bytes: &[u8]) -> io::Result<Durability> {
+    let dir = parent_dir(target);
+    let (temp_path, file) = create_temp(target)?;
+    if let Err(err) = fill_and_sync(file, bytes).and_then(|()| fs::rename(&temp_path, target)) {
+        let _ = fs::remove_file(&temp_path);
+        return Err(err);
+    }
+    Ok(match File::open(dir).and_then(|d| d.sync_all()) {
+        Ok(()) => Durability::Synced,
+        Err(err) => Durability::DirectoryNotSynced(err),
+    })
+}
+
+fn fill_and_sync(mut file: File, bytes: &[u8]) -> io::Result<()> {
+    // The umask may have narrowed the create mode; the result must be exactly 0600 (RG-8.4).
+    file.set_permissions(Permissions::from_mode(0o600))?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
+    let mut last_err = io::Error::new(io::ErrorKind::AlreadyExists, "no free temp name");
+    for _ in 0..TEMP_TRIES {
+        let candidate = temp_path_for(target);
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&candidate)
+        {
+            Ok(file) => return Ok((candidate, file)),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last_err = err,
+            Err(err) => return Err(err),
+        }
+    }
+    Err(last_err)
+}
+
+/// `<target>.tmp-<8 random [a-z0-9]>`.
+pub fn temp_path_for(target: &Path) -> PathBuf {
+    let mut rng = rand::rng();
+    let suffix: String = (0..TEMP_SUFFIX_LEN)
+        .map(|_| char::from(TEMP_ALPHABET[rng.random_range(0..TEMP_ALPHABET.len())]))
+        .collect();
+    let mut os = target.as_os_str().to_owned();
+    os.push(".tmp-");
+    os.push(suffix);
+    PathBuf::from(os)
+}
+
+/// True when `file_name` is exactly `<base>.tmp-<8 [a-z0-9]>`.
+pub fn is_temp_of(file_name: &str, base: &str) -> bool {
+    file_name
+        .strip_prefix(base)
+        .and_then(|rest| rest.strip_prefix(".tmp-"))
+        .is_some_and(is_temp_suffix)
+}
+
+/// True when `file_name` ends in `.tmp-<8 [a-z0-9]>` after a non-empty base.
+pub fn is_any_temp(file_name: &str) -> bool {
+    match file_name.len().checked_sub(TEMP_SUFFIX_LEN + 5) {
+        Some(cut) if cut > 0 && file_name.is_char_boundary(cut) => {
+            is_temp_of(file_name, &file_name[..cut])
+        }
+        _ => false,
+    }
+}
+
+fn is_temp_suffix(suffix: &str) -> bool {
+    suffix.len() == TEMP_SUFFIX_LEN
+        && suffix
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+/// The temp leftovers of `target` in its directory (`<name>.tmp-XXXXXXXX`), by a lock-free listing.
+pub fn temp_leftovers_of(target: &Path) -> Vec<PathBuf> {
+    let Some(base) = target.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    list_matching(parent_dir(target), |name| is_temp_of(name, base))
+}
+
+/// Every `*.tmp-XXXXXXXX` file in `dir` (the lease directory's leftovers).
+pub fn temp_leftovers_in(dir: &Path) -> Vec<PathBuf> {
+    list_matching(dir, is_any_temp)
+}
+
+fn list_matching(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| e.file_name().to_str().is_some_and(&keep))
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// Creates every missing directory of `dir` with mode 0700; existing directories keep their mode (RG-8.5).
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        ensure_private_dir(parent)?;
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => fs::set_permissions(dir, Permissions::from_mode(0o700)),
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// The directory a file lives in (`.` for a bare name).
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn writes_0600_and_replaces_the_inode() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.json");
+        fs::write(&target, b"old").unwrap();
+        fs::set_permissions(&target, Permissions::from_mode(0o644)).unwrap();
+        let before = fs::metadata(&target).unwrap().ino();
+        write_atomic(&target, b"new").unwrap();
+        let meta = fs::metadata(&target).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"new");
+        assert_eq!(meta.mode() & 0o777, 0o600);
+        assert_ne!(meta.ino(), before);
+        assert!(temp_leftovers_of(&target).is_empty());
+    }
+
+    #[test]
+    fn failure_at_rename_leaves_target_and_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("occupied");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("inside"), b"keep").unwrap();
+        assert!(write_atomic(&target, b"x").is_err());
+        assert_eq!(fs::read(target.join("inside")).unwrap(), b"keep");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("occupied")]);
+    }
+
+    #[test]
+    fn missing_directory_is_an_error_not_a_creation() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(write_atomic(&dir.path().join("no/such/f"), b"x").is_err());
+        assert!(!dir.path().join("no").exists());
+    }
+
+    #[test]
+    fn temp_names_are_recognised_exactly() {
+        assert!(is_temp_of("sessions.json.tmp-ab12cd34", "sessions.json"));
+        assert!(!is_temp_of("sessions.json.tmp-AB12cd34", "sessions.json"));
+        assert!(!is_temp_of("sessions.json.tmp-ab12cd3", "sessions.json"));
+        assert!(!is_temp_of("sessions.json.XXXXXX", "sessions.json"));
+        assert!(is_any_temp("x.json.tmp-ab12cd34"));
+        assert!(!is_any_temp(".tmp-ab12cd34"));
+        let name = temp_path_for(Path::new("/d/f.json"));
+        assert!(is_temp_of(
+            name.file_name().unwrap().to_str().unwrap(),
+            "f.json"
+        ));
+    }
+
+    #[test]
+    fn private_dirs_are_0700_and_existing_ones_keep_their_mode() {
+        let root = tempfile::tempdir().unwrap();
+        let existing = root.path().join("open");
+        fs::create_dir(&existing).unwrap();
+        fs::set_permissions(&existing, Permissions::from_mode(0o755)).unwrap();
+        let deep = existing.join("a/b");
+        ensure_private_dir(&deep).unwrap();
+        assert_eq!(fs::metadata(&existing).unwrap().mode() & 0o777, 0o755);
+        assert_eq!(
+            fs::metadata(existing.join("a")).unwrap().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(fs::metadata(&deep).unwrap().mode() & 0o777, 0o700);
+    }
+}

@@ -1,0 +1,505 @@
+//! The sessions.json document: strict validity, order-preserving edits, typed views over raw entries.
+
+use serde_json::{Map, Value};
+
+use crate::error::RegistryError;
+use crate::id::is_uuid;
+use crate::name::SessionName;
+
+/// Exact bytes of the empty registry (RG-4.3).
+pub const EMPTY_DOCUMENT: &[u8] = b"{\"version\":1,\"sessions\":{}}\n";
+
+/// A valid registry: a JSON object whose `sessions` is an object; everything else kept as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    root: Map<String, Value>,
+}
+
+impl Document {
+    /// Applies RG-6.3: UTF-8, exactly one JSON value, an object, with a `sessions` object.
+    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+        let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let Value::Object(root) = value else {
+            return Err("the top level is not a JSON object".into());
+        };
+        match root.get("sessions") {
+            Some(Value::Object(_)) => Ok(Self { root }),
+            Some(_) => Err("\"sessions\" is not an object".into()),
+            None => Err("there is no \"sessions\" object".into()),
+        }
+    }
+
+    /// `{"version":1,"sessions":{}}`.
+    pub fn empty() -> Self {
+        let mut root = Map::new();
+        root.insert("version".into(), Value::from(1));
+        root.insert("sessions".into(), Value::Object(Map::new()));
+        Self { root }
+    }
+
+    /// Pretty JSON with two-space indent and a trailing newline; the empty document compact (RG-4.3).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        if *self == Self::empty() && self.root.keys().eq(["version", "sessions"]) {
+            return EMPTY_DOCUMENT.to_vec();
+        }
+        let mut bytes = serde_json::to_vec_pretty(&self.root).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// The `version` value as read, if any.
+    pub fn version(&self) -> Option<&Value> {
+        self.root.get("version")
+    }
+
+    /// The raw `sessions` object.
+    pub fn sessions(&self) -> &Map<String, Value> {
+        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        match self.root.get("sessions") {
+            Some(Value::Object(map)) => map,
+            _ => EMPTY.get_or_init(Map::new),
+        }
+    }
+
+    fn sessions_mut(&mut self) -> Option<&mut Map<String, Value>> {
+        self.root.get_mut("sessions").and_then(Value::as_object_mut)
+    }
+
+    /// Every key of `sessions`, in file order, valid or not.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.sessions().keys().map(String::as_str)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.sessions().contains_key(name)
+    }
+
+    /// The entry at `name` when it is an object.
+    pub fn entry(&self, name: &str) -> Option<Entry<'_>> {
+        self.sessions()
+            .get(name)
+            .and_then(Value::as_object)
+            .map(|map| Entry { map })
+    }
+
+    /// Update-only access: `None` when the entry is gone or not an object, never a stub (RG-9.2).
+    pub fn entry_mut(&mut self, name: &SessionName) -> Option<EntryMut<'_>> {
+        self.sessions_mut()?
+            .get_mut(name.as_str())
+            .and_then(Value::as_object_mut)
+            .map(|map| EntryMut { map })
+    }
+
+    /// Adds a new entry at the end; an existing key is `Exists`.
+    pub fn insert_new(
+        &mut self,
+        name: &SessionName,
+        entry: Map<String, Value>,
+    ) -> Result<(), RegistryError> {
+        let sessions = self
+            .sessions_mut()
+            .ok_or_else(|| RegistryError::Exists(name.to_string()))?;
+        if sessions.contains_key(name.as_str()) {
+            return Err(RegistryError::Exists(name.to_string()));
+        }
+        sessions.insert(name.to_string(), Value::Object(entry));
+        Ok(())
+    }
+
+    /// Deletes an entry, keeping the order of the others; true when it existed.
+    pub fn remove(&mut self, name: &SessionName) -> bool {
+        self.sessions_mut()
+            .is_some_and(|s| s.shift_remove(name.as_str()).is_some())
+    }
+}
+
+/// Why an entry field cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("extraArgs is not an array of strings")]
+    ExtraArgsShape,
+}
+
+/// Read-only typed view of one entry; reading never changes the raw value (RG-3.2).
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> Entry<'a> {
+    /// Wraps a raw entry object (for callers that hold one outside a document).
+    pub fn of(map: &'a Map<String, Value>) -> Self {
+        Self { map }
+    }
+    pub fn raw(&self) -> &'a Map<String, Value> {
+        self.map
+    }
+    pub fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key)
+    }
+    fn non_empty_str(&self, key: &str) -> Option<&'a str> {
+        self.map
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    }
+    /// The harness name when it is a string.
+    pub fn agent(&self) -> Option<&'a str> {
+        self.map.get("agent").and_then(Value::as_str)
+    }
+    /// Only JSON `true` parks an entry.
+    pub fn stopped(&self) -> bool {
+        self.map.get("stopped") == Some(&Value::Bool(true))
+    }
+    /// The `died` value when present and not null (any type).
+    pub fn died(&self) -> Option<&'a Value> {
+        self.map.get("died").filter(|v| !v.is_null())
+    }
+    pub fn ephemeral(&self) -> bool {
+        self.map.get("ephemeral") == Some(&Value::Bool(true))
+    }
+    pub fn has_run(&self) -> bool {
+        self.map.get("hasRun") == Some(&Value::Bool(true))
+    }
+    /// Anything except literal `false` means true.
+    pub fn skip_permissions(&self) -> bool {
+        self.map.get("skipPermissions") != Some(&Value::Bool(false))
+    }
+    /// Anything except literal `false` means true.
+    pub fn remote_control(&self) -> bool {
+        self.map.get("remoteControl") != Some(&Value::Bool(false))
+    }
+    pub fn remote_control_name(&self) -> Option<&'a str> {
+        self.non_empty_str("remoteControlName")
+    }
+    /// The raw `workingDirectory` when it is a non-empty string (`None` means `$HOME`).
+    pub fn working_directory(&self) -> Option<&'a str> {
+        self.non_empty_str("workingDirectory")
+    }
+    /// Absent or null is empty; any other shape is an error that keeps the entry from launching.
+    pub fn extra_args(&self) -> Result<Vec<String>, FieldError> {
+        match self.map.get("extraArgs") {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .ok_or(FieldError::ExtraArgsShape)
+                })
+                .collect(),
+            Some(_) => Err(FieldError::ExtraArgsShape),
+        }
+    }
+    /// A usable profile name (`[A-Za-z0-9_-]+`), else none.
+    pub fn profile(&self) -> Option<&'a str> {
+        self.non_empty_str("profile").filter(|p| {
+            p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        })
+    }
+    pub fn initial_prompt(&self) -> Option<&'a str> {
+        self.map.get("initialPrompt").and_then(Value::as_str)
+    }
+    pub fn resume_prompt(&self) -> Option<&'a str> {
+        self.map.get("resumePrompt").and_then(Value::as_str)
+    }
+    /// The mirror `boxSessionId`, only when UUID-shaped.
+    pub fn box_session_id(&self) -> Option<&'a str> {
+        self.map
+            .get("boxSessionId")
+            .and_then(Value::as_str)
+            .filter(|s| is_uuid(s))
+    }
+    pub fn origin(&self) -> Option<&'a str> {
+        self.map.get("origin").and_then(Value::as_str)
+    }
+}
+
+/// Update-only mutable view: existing keys change in place, new keys are appended (RG-4.2).
+#[derive(Debug)]
+pub struct EntryMut<'a> {
+    map: &'a mut Map<String, Value>,
+}
+
+impl EntryMut<'_> {
+    pub fn view(&self) -> Entry<'_> {
+        Entry { map: self.map }
+    }
+    /// Sets `key`; true when the value changed.
+    pub fn set(&mut self, key: &str, value: Value) -> bool {
+        if self.map.get(key) == Some(&value) {
+            return false;
+        }
+        self.map.insert(key.to_owned(), value);
+        true
+    }
+    /// Deletes `key`, keeping the order of the rest; true when it existed.
+    pub fn remove_key(&mut self, key: &str) -> bool {
+        self.map.shift_remove(key).is_some()
+    }
+}
+
+/// What `add` and webhook-spawn put into a new entry (50-session-cli §8.5).
+#[derive(Debug, Clone)]
+pub struct NewEntry<'a> {
+    pub agent: &'a str,
+    pub remote_control: bool,
+    pub working_directory: Option<&'a str>,
+    pub extra_args: &'a [String],
+    pub initial_prompt: Option<&'a str>,
+    pub resume_prompt: Option<&'a str>,
+    pub box_session_id: &'a str,
+    pub origin: &'a str,
+    pub created_at: i64,
+    /// `(source, repository)`, written only when both are non-empty.
+    pub hook: Option<(&'a str, &'a str)>,
+    pub ephemeral: bool,
+}
+
+/// The default of `remoteControl` for a harness: codex runs remote control through a separate wrapper.
+pub fn default_remote_control(agent: &str) -> bool {
+    agent != "codex"
+}
+
+/// The one constructor of new entries, keys in the documented order.
+pub fn new_entry(spec: &NewEntry<'_>) -> Map<String, Value> {
+    let text = |v: Option<&str>| v.map_or(Value::Null, Value::from);
+    let mut map = Map::new();
+    map.insert("agent".into(), Value::from(spec.agent));
+    map.insert("skipPermissions".into(), Value::Bool(true));
+    map.insert("remoteControl".into(), Value::Bool(spec.remote_control));
+    map.insert("whatsapp".into(), Value::Bool(false));
+    map.insert("remoteControlName".into(), Value::Null);
+    map.insert("workingDirectory".into(), text(spec.working_directory));
+    map.insert("extraArgs".into(), Value::from(spec.extra_args.to_vec()));
+    map.insert("profile".into(), Value::Null);
+    map.insert("initialPrompt".into(), text(spec.initial_prompt));
+    map.insert("resumePrompt".into(), text(spec.resume_prompt));
+    map.insert("boxSessionId".into(), Value::from(spec.box_session_id));
+    map.insert("hasRun".into(), Value::Bool(false));
+    map.insert("origin".into(), Value::from(spec.origin));
+    map.insert("createdAt".into(), Value::from(spec.created_at));
+    if let Some((source, repository)) = spec.hook.filter(|(s, r)| !s.is_empty() && !r.is_empty()) {
+        let mut hook = Map::new();
+        hook.insert("source".into(), Value::from(source));
+        hook.insert("repository".into(), Value::from(repository));
+        map.insert("hook".into(), Value::Object(hook));
+    }
+    if spec.ephemeral {
+        map.insert("ephemeral".into(), Value::Bool(true));
+    }
+    map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Document, String> {
+        Document::parse(text.as_bytes())
+    }
+
+    #[test]
+    fn validity_rules_of_rg_6_3() {
+        for bad in [
+            "{}",
+            "{\"sessions\":[]}",
+            "[]",
+            "{\"sessions\":{}} {}",
+            "{\"sessions\":{}}x",
+            "not json",
+            "",
+            "\u{feff}{\"sessions\":{}}",
+            "{\"sessions\":{}}\n{\"sessions\":{}}",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(Document::parse(b"{\"sessions\":{\"a\":\"\xff\"}}").is_err());
+        assert!(parse("{\"sessions\":{}} \n\t\r\n").is_ok());
+        assert!(
+            parse("{\"version\":\"x\",\"sessions\":{}}").is_ok(),
+            "version is not checked here"
+        );
+    }
+
+    #[test]
+    fn order_and_unknown_fields_survive_an_edit() {
+        let text = r#"{"z":1,"sessions":{"b":{"q":[1,{"y":2,"x":3}],"agent":"tool","zz":null},"a":3},"version":1,"m":{"k":"é"}}"#;
+        let mut doc = parse(text).unwrap();
+        let b = SessionName::parse("b").unwrap();
+        assert!(doc.entry_mut(&b).unwrap().set("stopped", Value::Bool(true)));
+        assert!(
+            doc.entry_mut(&b)
+                .unwrap()
+                .set("agent", Value::from("claude"))
+        );
+        let again = Document::parse(&doc.to_bytes()).unwrap();
+        let keys: Vec<_> = again.root.keys().cloned().collect();
+        assert_eq!(keys, ["z", "sessions", "version", "m"]);
+        let entry_keys: Vec<_> = again.entry("b").unwrap().raw().keys().cloned().collect();
+        assert_eq!(entry_keys, ["q", "agent", "zz", "stopped"]);
+        assert_eq!(
+            again.entry("b").unwrap().raw()["q"],
+            serde_json::json!([1, {"y": 2, "x": 3}])
+        );
+        assert_eq!(again.names().collect::<Vec<_>>(), ["b", "a"]);
+        assert!(
+            String::from_utf8(doc.to_bytes())
+                .unwrap()
+                .contains("\"k\": \"é\""),
+            "non-ASCII stays UTF-8"
+        );
+    }
+
+    #[test]
+    fn pretty_output_shape_and_compact_empty_document() {
+        assert_eq!(Document::empty().to_bytes(), EMPTY_DOCUMENT);
+        let doc = parse("{\"version\":1,\"sessions\":{\"a\":{\"n\":[]}}}").unwrap();
+        let text = String::from_utf8(doc.to_bytes()).unwrap();
+        assert_eq!(
+            text,
+            "{\n  \"version\": 1,\n  \"sessions\": {\n    \"a\": {\n      \"n\": []\n    }\n  }\n}\n"
+        );
+    }
+
+    #[test]
+    fn removal_keeps_the_order_of_the_rest() {
+        let mut doc = parse(r#"{"sessions":{"a":{},"b":{},"c":{},"d":{}}}"#).unwrap();
+        assert!(doc.remove(&SessionName::parse("b").unwrap()));
+        assert!(!doc.remove(&SessionName::parse("b").unwrap()));
+        assert_eq!(doc.names().collect::<Vec<_>>(), ["a", "c", "d"]);
+    }
+
+    #[test]
+    fn duplicate_keys_collapse_to_the_last_value() {
+        let doc =
+            parse(r#"{"sessions":{"a":{"agent":"x","agent":"y"}},"sessions":{"a":{"agent":"z"}}}"#)
+                .unwrap();
+        assert_eq!(doc.entry("a").unwrap().agent(), Some("z"));
+        let inner = parse(r#"{"sessions":{"a":{"agent":"x","agent":"y"}}}"#).unwrap();
+        assert_eq!(inner.entry("a").unwrap().agent(), Some("y"));
+        assert_eq!(inner.entry("a").unwrap().raw().len(), 1);
+    }
+
+    #[test]
+    fn big_integers_round_trip_exactly() {
+        let doc =
+            parse(r#"{"sessions":{},"n":18446744073709551615,"m":-9223372036854775808}"#).unwrap();
+        let text = String::from_utf8(doc.to_bytes()).unwrap();
+        assert!(text.contains("18446744073709551615") && text.contains("-9223372036854775808"));
+    }
+
+    #[test]
+    fn reading_rules_of_rg_3_2() {
+        let doc = parse(
+            r#"{"sessions":{"e":{"agent":7,"stopped":"true","died":null,"ephemeral":1,"skipPermissions":0,
+            "remoteControl":false,"extraArgs":"rm -rf /","profile":"a/b","boxSessionId":"nope","workingDirectory":""},
+            "n":3, "d":{"died":"x","extraArgs":null,"stopped":true,"profile":"p-1"}}}"#,
+        )
+        .unwrap();
+        let e = doc.entry("e").unwrap();
+        assert_eq!(e.agent(), None);
+        assert!(!e.stopped() && e.died().is_none() && !e.ephemeral());
+        assert!(e.skip_permissions() && !e.remote_control());
+        assert_eq!(e.extra_args(), Err(FieldError::ExtraArgsShape));
+        assert_eq!(
+            (e.profile(), e.box_session_id(), e.working_directory()),
+            (None, None, None)
+        );
+        assert!(doc.entry("n").is_none(), "non-object entries have no view");
+        let d = doc.entry("d").unwrap();
+        assert_eq!(d.died(), Some(&Value::from("x")));
+        assert_eq!(d.extra_args(), Ok(vec![]));
+        assert!(d.stopped());
+        assert_eq!(d.profile(), Some("p-1"));
+    }
+
+    #[test]
+    fn update_only_edits_never_create_stubs() {
+        let mut doc = parse(r#"{"sessions":{"n":3}}"#).unwrap();
+        assert!(
+            doc.entry_mut(&SessionName::parse("gone").unwrap())
+                .is_none()
+        );
+        assert!(doc.entry_mut(&SessionName::parse("n").unwrap()).is_none());
+        assert_eq!(doc.sessions().len(), 1);
+        let name = SessionName::parse("n").unwrap();
+        assert!(matches!(
+            doc.insert_new(&name, Map::new()),
+            Err(RegistryError::Exists(_))
+        ));
+    }
+
+    #[test]
+    fn set_reports_no_change_for_equal_values() {
+        let mut doc = parse(r#"{"sessions":{"a":{"stopped":true}}}"#).unwrap();
+        let name = SessionName::parse("a").unwrap();
+        let mut entry = doc.entry_mut(&name).unwrap();
+        assert!(!entry.set("stopped", Value::Bool(true)));
+        assert!(entry.remove_key("stopped"));
+        assert!(!entry.remove_key("stopped"));
+    }
+
+    #[test]
+    fn new_entry_has_the_documented_keys_in_order() {
+        let args = vec!["--model".to_string(), "sonnet".to_string()];
+        let entry = new_entry(&NewEntry {
+            agent: "claude",
+            remote_control: default_remote_control("claude"),
+            working_directory: Some("/home/agent/notes"),
+            extra_args: &args,
+            initial_prompt: Some("tidy up"),
+            resume_prompt: None,
+            box_session_id: "0f6c2a9e-3b1d-4c57-9a0e-5d2f8b7c1e43",
+            origin: "webhook",
+            created_at: 1_795_944_123,
+            hook: Some(("github", "acme/widgets")),
+            ephemeral: true,
+        });
+        let keys: Vec<_> = entry.keys().cloned().collect();
+        assert_eq!(
+            keys,
+            [
+                "agent",
+                "skipPermissions",
+                "remoteControl",
+                "whatsapp",
+                "remoteControlName",
+                "workingDirectory",
+                "extraArgs",
+                "profile",
+                "initialPrompt",
+                "resumePrompt",
+                "boxSessionId",
+                "hasRun",
+                "origin",
+                "createdAt",
+                "hook",
+                "ephemeral"
+            ]
+        );
+        assert!(!default_remote_control("codex"));
+        let plain = new_entry(&NewEntry {
+            hook: Some(("github", "")),
+            ephemeral: false,
+            ..NewEntry {
+                agent: "tool",
+                remote_control: true,
+                working_directory: None,
+                extra_args: &[],
+                initial_prompt: None,
+                resume_prompt: Some(""),
+                box_session_id: "x",
+                origin: "user",
+                created_at: 0,
+                hook: None,
+                ephemeral: false,
+            }
+        });
+        assert!(!plain.contains_key("hook") && !plain.contains_key("ephemeral"));
+        assert_eq!(plain["resumePrompt"], Value::from(""));
+        assert_eq!(plain["workingDirectory"], Value::Null);
+    }
+}

@@ -1,0 +1,44 @@
+//! The registry: sessions.json, its names, paths, lock, atomic durable write, seed and self-heal, and the
+//! capacity policy. Every program depends on it; it spawns no process and prints nothing.
+//!
+//! Choices where the specification is silent:
+//! - A document equal to `{"version":1,"sessions":{}}` is always written compact, whichever edit produced it.
+//! - [`edit`] reads a Missing or Empty registry as the empty document, so `add` creates the file with one write.
+//! - A failed directory fsync after the rename is reported as [`atomic::Durability::DirectoryNotSynced`].
+
+pub mod atomic;
+pub mod capacity;
+pub mod document;
+pub mod error;
+pub mod exit;
+pub mod heal;
+pub mod id;
+pub mod lock;
+pub mod name;
+pub mod paths;
+pub mod read;
+pub mod store;
+pub mod time;
+
+pub use atomic::{ensure_private_dir, write_atomic};
+pub use capacity::{CapacityError, Mode, Usage, admit, read_limit};
+pub use document::{Document, Entry, EntryMut, FieldError, NewEntry, new_entry};
+pub use error::{LockRefusal, RegistryError};
+pub use heal::{HealLatches, HealOutcome, self_heal};
+pub use id::{is_uuid, new_uuid_v4};
+pub use lock::{
+    FileLock, RegistryLock, lock, lock_at, lock_ignoring_inherited, lock_path, lock_wait_from_env,
+};
+pub use name::{NameError, SessionName};
+pub use paths::{ConfigError, Paths};
+pub use read::{ReadOutcome, read};
+pub use store::{Ensured, edit, ensure, remove_temp_leftovers};
+
+/// Serialises unit tests that take the process-wide registry guard.
+#[cfg(test)]
+pub(crate) fn test_serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

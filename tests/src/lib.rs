@@ -1,0 +1,1 @@
+//! Test harness: sandboxes, private tmux servers, helpers shared by tests and xtask.
