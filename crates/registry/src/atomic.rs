@@ -46,12 +46,7 @@ fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
     let mut last_err = io::Error::new(io::ErrorKind::AlreadyExists, "no free temp name");
     for _ in 0..TEMP_TRIES {
         let candidate = temp_path_for(target);
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&candidate)
-        {
+        match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&candidate) {
             Ok(file) => return Ok((candidate, file)),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last_err = err,
             Err(err) => return Err(err),
@@ -63,9 +58,8 @@ fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
 /// `<target>.tmp-<8 random [a-z0-9]>`.
 pub fn temp_path_for(target: &Path) -> PathBuf {
     let mut rng = rand::rng();
-    let suffix: String = (0..TEMP_SUFFIX_LEN)
-        .map(|_| char::from(TEMP_ALPHABET[rng.random_range(0..TEMP_ALPHABET.len())]))
-        .collect();
+    let suffix: String =
+        (0..TEMP_SUFFIX_LEN).map(|_| char::from(TEMP_ALPHABET[rng.random_range(0..TEMP_ALPHABET.len())])).collect();
     let mut os = target.as_os_str().to_owned();
     os.push(".tmp-");
     os.push(suffix);
@@ -74,27 +68,19 @@ pub fn temp_path_for(target: &Path) -> PathBuf {
 
 /// True when `file_name` is exactly `<base>.tmp-<8 [a-z0-9]>`.
 pub fn is_temp_of(file_name: &str, base: &str) -> bool {
-    file_name
-        .strip_prefix(base)
-        .and_then(|rest| rest.strip_prefix(".tmp-"))
-        .is_some_and(is_temp_suffix)
+    file_name.strip_prefix(base).and_then(|rest| rest.strip_prefix(".tmp-")).is_some_and(is_temp_suffix)
 }
 
 /// True when `file_name` ends in `.tmp-<8 [a-z0-9]>` after a non-empty base.
 pub fn is_any_temp(file_name: &str) -> bool {
     match file_name.len().checked_sub(TEMP_SUFFIX_LEN + 5) {
-        Some(cut) if cut > 0 && file_name.is_char_boundary(cut) => {
-            is_temp_of(file_name, &file_name[..cut])
-        }
+        Some(cut) if cut > 0 && file_name.is_char_boundary(cut) => is_temp_of(file_name, &file_name[..cut]),
         _ => false,
     }
 }
 
 fn is_temp_suffix(suffix: &str) -> bool {
-    suffix.len() == TEMP_SUFFIX_LEN
-        && suffix
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    suffix.len() == TEMP_SUFFIX_LEN && suffix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 /// The temp leftovers of `target` in its directory (`<name>.tmp-XXXXXXXX`), by a lock-free listing.
@@ -175,10 +161,7 @@ mod tests {
         fs::write(target.join("inside"), b"keep").unwrap();
         assert!(write_atomic(&target, b"x").is_err());
         assert_eq!(fs::read(target.join("inside")).unwrap(), b"keep");
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("occupied")]);
     }
 
@@ -198,10 +181,7 @@ mod tests {
         assert!(is_any_temp("x.json.tmp-ab12cd34"));
         assert!(!is_any_temp(".tmp-ab12cd34"));
         let name = temp_path_for(Path::new("/d/f.json"));
-        assert!(is_temp_of(
-            name.file_name().unwrap().to_str().unwrap(),
-            "f.json"
-        ));
+        assert!(is_temp_of(name.file_name().unwrap().to_str().unwrap(), "f.json"));
     }
 
     #[test]
@@ -213,10 +193,7 @@ mod tests {
         let deep = existing.join("a/b");
         ensure_private_dir(&deep).unwrap();
         assert_eq!(fs::metadata(&existing).unwrap().mode() & 0o777, 0o755);
-        assert_eq!(
-            fs::metadata(existing.join("a")).unwrap().mode() & 0o777,
-            0o700
-        );
+        assert_eq!(fs::metadata(existing.join("a")).unwrap().mode() & 0o777, 0o700);
         assert_eq!(fs::metadata(&deep).unwrap().mode() & 0o777, 0o700);
     }
 }

@@ -37,9 +37,7 @@ impl fmt::Display for Usage {
 /// Why admission did not allow the targets; every variant means exit 75.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CapacityError {
-    #[error(
-        "Session limit reached ({used} of {max} slots running or queued); stop or remove a session, then retry"
-    )]
+    #[error("Session limit reached ({used} of {max} slots running or queued); stop or remove a session, then retry")]
     Refused { used: usize, max: u64 },
     #[error("cannot check session capacity: {0}")]
     Limit(String),
@@ -58,35 +56,12 @@ pub struct Sets {
 
 /// Computes `live`, `pending`, `died` and `used`.
 pub fn sets(sessions: &Map<String, Value>, live: &BTreeSet<String>) -> Sets {
-    let live: BTreeSet<String> = live
-        .iter()
-        .filter(|n| !n.starts_with(CONNECT_PREFIX))
-        .cloned()
-        .collect();
-    let entries = || {
-        sessions
-            .iter()
-            .filter_map(|(name, v)| v.as_object().map(|m| (name, Entry::of(m))))
-    };
-    let pending: BTreeSet<String> = entries()
-        .filter(|(_, e)| !e.stopped())
-        .map(|(n, _)| n.clone())
-        .collect();
-    let died: BTreeSet<String> = entries()
-        .filter(|(_, e)| e.died().is_some())
-        .map(|(n, _)| n.clone())
-        .collect();
-    let used = live
-        .union(&pending)
-        .filter(|n| !died.contains(*n))
-        .cloned()
-        .collect();
-    Sets {
-        live,
-        pending,
-        died,
-        used,
-    }
+    let live: BTreeSet<String> = live.iter().filter(|n| !n.starts_with(CONNECT_PREFIX)).cloned().collect();
+    let entries = || sessions.iter().filter_map(|(name, v)| v.as_object().map(|m| (name, Entry::of(m))));
+    let pending: BTreeSet<String> = entries().filter(|(_, e)| !e.stopped()).map(|(n, _)| n.clone()).collect();
+    let died: BTreeSet<String> = entries().filter(|(_, e)| e.died().is_some()).map(|(n, _)| n.clone()).collect();
+    let used = live.union(&pending).filter(|n| !died.contains(*n)).cloned().collect();
+    Sets { live, pending, died, used }
 }
 
 /// The admission policy: pure, no I/O.
@@ -98,30 +73,16 @@ pub fn admit(
     mode: Mode,
 ) -> Result<Usage, CapacityError> {
     let sets = sets(sessions, live);
-    let usage = Usage {
-        used: sets.used.len(),
-        max: limit,
-    };
+    let usage = Usage { used: sets.used.len(), max: limit };
     let allowed = match mode {
         Mode::Check => check_allows(&sets.used, limit, targets),
         Mode::Spawn => spawn_admits(&sets, limit, targets),
     };
-    if allowed {
-        Ok(usage)
-    } else {
-        Err(CapacityError::Refused {
-            used: usage.used,
-            max: limit,
-        })
-    }
+    if allowed { Ok(usage) } else { Err(CapacityError::Refused { used: usage.used, max: limit }) }
 }
 
 fn check_allows(used: &BTreeSet<String>, limit: u64, targets: &[&str]) -> bool {
-    let added: BTreeSet<&str> = targets
-        .iter()
-        .copied()
-        .filter(|t| !used.contains(*t))
-        .collect();
+    let added: BTreeSet<&str> = targets.iter().copied().filter(|t| !used.contains(*t)).collect();
     let total = used.len() + added.len();
     added.is_empty() || u64::try_from(total).unwrap_or(u64::MAX) <= limit
 }
@@ -130,11 +91,7 @@ fn spawn_admits(sets: &Sets, limit: u64, targets: &[&str]) -> bool {
     let running = sets.live.iter().filter(|n| !sets.died.contains(*n)).count();
     let available = limit.saturating_sub(u64::try_from(running).unwrap_or(u64::MAX));
     let take = usize::try_from(available).unwrap_or(usize::MAX);
-    let queue = sets
-        .pending
-        .iter()
-        .filter(|n| !sets.live.contains(*n))
-        .take(take);
+    let queue = sets.pending.iter().filter(|n| !sets.live.contains(*n)).take(take);
     let admitted: BTreeSet<&str> = sets.live.iter().chain(queue).map(String::as_str).collect();
     targets.iter().all(|t| admitted.contains(t))
 }
@@ -145,10 +102,7 @@ pub fn read_limit(limit_file: &Path, meminfo: &Path) -> Result<u64, CapacityErro
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return memory_limit(meminfo),
         Err(err) => {
-            return Err(CapacityError::Limit(format!(
-                "cannot read {}: {err}",
-                limit_file.display()
-            )));
+            return Err(CapacityError::Limit(format!("cannot read {}: {err}", limit_file.display())));
         }
     };
     let found = String::from_utf8_lossy(&bytes);
@@ -175,28 +129,20 @@ fn parse_digits_saturating(text: &str) -> Option<u64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some(text.bytes().fold(0u64, |acc, b| {
-        acc.saturating_mul(10).saturating_add(u64::from(b - b'0'))
-    }))
+    Some(text.bytes().fold(0u64, |acc, b| acc.saturating_mul(10).saturating_add(u64::from(b - b'0'))))
 }
 
 /// One slot per started GiB of `MemTotal` (RG-11.2 item 3).
 fn memory_limit(meminfo: &Path) -> Result<u64, CapacityError> {
     let text = std::fs::read_to_string(meminfo)
         .map_err(|err| CapacityError::Limit(format!("cannot read {}: {err}", meminfo.display())))?;
-    let unusable =
-        || CapacityError::Limit(format!("{} has no usable MemTotal line", meminfo.display()));
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some("MemTotal:"))
-        .ok_or_else(unusable)?;
+    let unusable = || CapacityError::Limit(format!("{} has no usable MemTotal line", meminfo.display()));
+    let line = text.lines().find(|l| l.split_whitespace().next() == Some("MemTotal:")).ok_or_else(unusable)?;
     let fields: Vec<&str> = line.split_whitespace().collect();
     let [_, amount, unit] = fields.as_slice() else {
         return Err(unusable());
     };
-    let kib = parse_digits_saturating(amount)
-        .filter(|k| *k >= 1 && *unit == "kB")
-        .ok_or_else(unusable)?;
+    let kib = parse_digits_saturating(amount).filter(|k| *k >= 1 && *unit == "kB").ok_or_else(unusable)?;
     Ok(kib.div_ceil(1_048_576).max(1))
 }
 
@@ -230,50 +176,25 @@ mod tests {
         assert_eq!(limit_with(Some("auto\n"), &mem(1_048_576)), Ok(1));
         assert_eq!(limit_with(Some(" auto "), &mem(4 * 1_048_576 - 1)), Ok(4));
         assert_eq!(limit_with(Some("auto"), &mem(62 * 1_048_576 + 1)), Ok(63));
-        assert_eq!(
-            limit_with(None, &mem(2_097_152)),
-            Ok(2),
-            "missing limit file means auto"
-        );
+        assert_eq!(limit_with(None, &mem(2_097_152)), Ok(2), "missing limit file means auto");
     }
 
     #[test]
     fn numeric_limits_and_errors() {
         assert_eq!(limit_with(Some("7\n"), ""), Ok(7));
         assert_eq!(limit_with(Some("007"), ""), Ok(7));
-        assert_eq!(
-            limit_with(Some("99999999999999999999999"), ""),
-            Ok(u64::MAX)
-        );
+        assert_eq!(limit_with(Some("99999999999999999999999"), ""), Ok(u64::MAX));
         for bad in ["0", "-1", "+3", "abc", "AUTO", "", "1 2", "٣"] {
             let err = limit_with(Some(bad), "MemTotal: 4 kB").unwrap_err();
-            assert!(
-                err.to_string()
-                    .starts_with("cannot check session capacity: the session limit must be"),
-                "{bad}"
-            );
+            assert!(err.to_string().starts_with("cannot check session capacity: the session limit must be"), "{bad}");
         }
-        for bad_mem in [
-            "",
-            "MemTotal: nope kB",
-            "MemTotal: 4 MB",
-            "MemTotal: 0 kB",
-            "MemTotal: 4 kB extra",
-            "MemTotal:4 kB",
-        ] {
-            assert!(
-                matches!(
-                    limit_with(Some("auto"), bad_mem),
-                    Err(CapacityError::Limit(_))
-                ),
-                "{bad_mem:?}"
-            );
+        for bad_mem in
+            ["", "MemTotal: nope kB", "MemTotal: 4 MB", "MemTotal: 0 kB", "MemTotal: 4 kB extra", "MemTotal:4 kB"]
+        {
+            assert!(matches!(limit_with(Some("auto"), bad_mem), Err(CapacityError::Limit(_))), "{bad_mem:?}");
         }
         let dir = tempfile::tempdir().unwrap();
-        assert!(
-            read_limit(dir.path(), Path::new("/nonexistent")).is_err(),
-            "unreadable limit file fails closed"
-        );
+        assert!(read_limit(dir.path(), Path::new("/nonexistent")).is_err(), "unreadable limit file fails closed");
     }
 
     #[test]

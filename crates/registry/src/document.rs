@@ -77,29 +77,17 @@ impl Document {
 
     /// The entry at `name` when it is an object.
     pub fn entry(&self, name: &str) -> Option<Entry<'_>> {
-        self.sessions()
-            .get(name)
-            .and_then(Value::as_object)
-            .map(|map| Entry { map })
+        self.sessions().get(name).and_then(Value::as_object).map(|map| Entry { map })
     }
 
     /// Update-only access: `None` when the entry is gone or not an object, never a stub (RG-9.2).
     pub fn entry_mut(&mut self, name: &SessionName) -> Option<EntryMut<'_>> {
-        self.sessions_mut()?
-            .get_mut(name.as_str())
-            .and_then(Value::as_object_mut)
-            .map(|map| EntryMut { map })
+        self.sessions_mut()?.get_mut(name.as_str()).and_then(Value::as_object_mut).map(|map| EntryMut { map })
     }
 
     /// Adds a new entry at the end; an existing key is `Exists`.
-    pub fn insert_new(
-        &mut self,
-        name: &SessionName,
-        entry: Map<String, Value>,
-    ) -> Result<(), RegistryError> {
-        let sessions = self
-            .sessions_mut()
-            .ok_or_else(|| RegistryError::Exists(name.to_string()))?;
+    pub fn insert_new(&mut self, name: &SessionName, entry: Map<String, Value>) -> Result<(), RegistryError> {
+        let sessions = self.sessions_mut().ok_or_else(|| RegistryError::Exists(name.to_string()))?;
         if sessions.contains_key(name.as_str()) {
             return Err(RegistryError::Exists(name.to_string()));
         }
@@ -109,8 +97,7 @@ impl Document {
 
     /// Deletes an entry, keeping the order of the others; true when it existed.
     pub fn remove(&mut self, name: &SessionName) -> bool {
-        self.sessions_mut()
-            .is_some_and(|s| s.shift_remove(name.as_str()).is_some())
+        self.sessions_mut().is_some_and(|s| s.shift_remove(name.as_str()).is_some())
     }
 }
 
@@ -139,10 +126,7 @@ impl<'a> Entry<'a> {
         self.map.get(key)
     }
     fn non_empty_str(&self, key: &str) -> Option<&'a str> {
-        self.map
-            .get(key)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
+        self.map.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
     }
     /// The harness name when it is a string.
     pub fn agent(&self) -> Option<&'a str> {
@@ -181,23 +165,15 @@ impl<'a> Entry<'a> {
     pub fn extra_args(&self) -> Result<Vec<String>, FieldError> {
         match self.map.get("extraArgs") {
             None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_owned)
-                        .ok_or(FieldError::ExtraArgsShape)
-                })
-                .collect(),
+            Some(Value::Array(items)) => {
+                items.iter().map(|v| v.as_str().map(str::to_owned).ok_or(FieldError::ExtraArgsShape)).collect()
+            }
             Some(_) => Err(FieldError::ExtraArgsShape),
         }
     }
     /// A usable profile name (`[A-Za-z0-9_-]+`), else none.
     pub fn profile(&self) -> Option<&'a str> {
-        self.non_empty_str("profile").filter(|p| {
-            p.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        })
+        self.non_empty_str("profile").filter(|p| p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
     }
     pub fn initial_prompt(&self) -> Option<&'a str> {
         self.map.get("initialPrompt").and_then(Value::as_str)
@@ -207,10 +183,7 @@ impl<'a> Entry<'a> {
     }
     /// The mirror `boxSessionId`, only when UUID-shaped.
     pub fn box_session_id(&self) -> Option<&'a str> {
-        self.map
-            .get("boxSessionId")
-            .and_then(Value::as_str)
-            .filter(|s| is_uuid(s))
+        self.map.get("boxSessionId").and_then(Value::as_str).filter(|s| is_uuid(s))
     }
     pub fn origin(&self) -> Option<&'a str> {
         self.map.get("origin").and_then(Value::as_str)
@@ -318,10 +291,7 @@ mod tests {
         }
         assert!(Document::parse(b"{\"sessions\":{\"a\":\"\xff\"}}").is_err());
         assert!(parse("{\"sessions\":{}} \n\t\r\n").is_ok());
-        assert!(
-            parse("{\"version\":\"x\",\"sessions\":{}}").is_ok(),
-            "version is not checked here"
-        );
+        assert!(parse("{\"version\":\"x\",\"sessions\":{}}").is_ok(), "version is not checked here");
     }
 
     #[test]
@@ -330,27 +300,15 @@ mod tests {
         let mut doc = parse(text).unwrap();
         let b = SessionName::parse("b").unwrap();
         assert!(doc.entry_mut(&b).unwrap().set("stopped", Value::Bool(true)));
-        assert!(
-            doc.entry_mut(&b)
-                .unwrap()
-                .set("agent", Value::from("claude"))
-        );
+        assert!(doc.entry_mut(&b).unwrap().set("agent", Value::from("claude")));
         let again = Document::parse(&doc.to_bytes()).unwrap();
         let keys: Vec<_> = again.root.keys().cloned().collect();
         assert_eq!(keys, ["z", "sessions", "version", "m"]);
         let entry_keys: Vec<_> = again.entry("b").unwrap().raw().keys().cloned().collect();
         assert_eq!(entry_keys, ["q", "agent", "zz", "stopped"]);
-        assert_eq!(
-            again.entry("b").unwrap().raw()["q"],
-            serde_json::json!([1, {"y": 2, "x": 3}])
-        );
+        assert_eq!(again.entry("b").unwrap().raw()["q"], serde_json::json!([1, {"y": 2, "x": 3}]));
         assert_eq!(again.names().collect::<Vec<_>>(), ["b", "a"]);
-        assert!(
-            String::from_utf8(doc.to_bytes())
-                .unwrap()
-                .contains("\"k\": \"é\""),
-            "non-ASCII stays UTF-8"
-        );
+        assert!(String::from_utf8(doc.to_bytes()).unwrap().contains("\"k\": \"é\""), "non-ASCII stays UTF-8");
     }
 
     #[test]
@@ -358,10 +316,7 @@ mod tests {
         assert_eq!(Document::empty().to_bytes(), EMPTY_DOCUMENT);
         let doc = parse("{\"version\":1,\"sessions\":{\"a\":{\"n\":[]}}}").unwrap();
         let text = String::from_utf8(doc.to_bytes()).unwrap();
-        assert_eq!(
-            text,
-            "{\n  \"version\": 1,\n  \"sessions\": {\n    \"a\": {\n      \"n\": []\n    }\n  }\n}\n"
-        );
+        assert_eq!(text, "{\n  \"version\": 1,\n  \"sessions\": {\n    \"a\": {\n      \"n\": []\n    }\n  }\n}\n");
     }
 
     #[test]
@@ -374,9 +329,7 @@ mod tests {
 
     #[test]
     fn duplicate_keys_collapse_to_the_last_value() {
-        let doc =
-            parse(r#"{"sessions":{"a":{"agent":"x","agent":"y"}},"sessions":{"a":{"agent":"z"}}}"#)
-                .unwrap();
+        let doc = parse(r#"{"sessions":{"a":{"agent":"x","agent":"y"}},"sessions":{"a":{"agent":"z"}}}"#).unwrap();
         assert_eq!(doc.entry("a").unwrap().agent(), Some("z"));
         let inner = parse(r#"{"sessions":{"a":{"agent":"x","agent":"y"}}}"#).unwrap();
         assert_eq!(inner.entry("a").unwrap().agent(), Some("y"));
@@ -385,8 +338,7 @@ mod tests {
 
     #[test]
     fn big_integers_round_trip_exactly() {
-        let doc =
-            parse(r#"{"sessions":{},"n":18446744073709551615,"m":-9223372036854775808}"#).unwrap();
+        let doc = parse(r#"{"sessions":{},"n":18446744073709551615,"m":-9223372036854775808}"#).unwrap();
         let text = String::from_utf8(doc.to_bytes()).unwrap();
         assert!(text.contains("18446744073709551615") && text.contains("-9223372036854775808"));
     }
@@ -404,10 +356,7 @@ mod tests {
         assert!(!e.stopped() && e.died().is_none() && !e.ephemeral());
         assert!(e.skip_permissions() && !e.remote_control());
         assert_eq!(e.extra_args(), Err(FieldError::ExtraArgsShape));
-        assert_eq!(
-            (e.profile(), e.box_session_id(), e.working_directory()),
-            (None, None, None)
-        );
+        assert_eq!((e.profile(), e.box_session_id(), e.working_directory()), (None, None, None));
         assert!(doc.entry("n").is_none(), "non-object entries have no view");
         let d = doc.entry("d").unwrap();
         assert_eq!(d.died(), Some(&Value::from("x")));
@@ -419,17 +368,11 @@ mod tests {
     #[test]
     fn update_only_edits_never_create_stubs() {
         let mut doc = parse(r#"{"sessions":{"n":3}}"#).unwrap();
-        assert!(
-            doc.entry_mut(&SessionName::parse("gone").unwrap())
-                .is_none()
-        );
+        assert!(doc.entry_mut(&SessionName::parse("gone").unwrap()).is_none());
         assert!(doc.entry_mut(&SessionName::parse("n").unwrap()).is_none());
         assert_eq!(doc.sessions().len(), 1);
         let name = SessionName::parse("n").unwrap();
-        assert!(matches!(
-            doc.insert_new(&name, Map::new()),
-            Err(RegistryError::Exists(_))
-        ));
+        assert!(matches!(doc.insert_new(&name, Map::new()), Err(RegistryError::Exists(_))));
     }
 
     #[test]

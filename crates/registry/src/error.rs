@@ -45,10 +45,7 @@ impl RegistryError {
         match self {
             Self::LockRefused { .. } | Self::Capacity(_) => exit::TEMPFAIL,
             Self::Name(_) | Self::Exists(_) | Self::NoSuchEntry(_) => exit::USAGE,
-            Self::AlreadyHeld
-            | Self::Unreadable { .. }
-            | Self::Invalid { .. }
-            | Self::Write { .. } => exit::FAILURE,
+            Self::AlreadyHeld | Self::Unreadable { .. } | Self::Invalid { .. } | Self::Write { .. } => exit::FAILURE,
         }
     }
 }
@@ -91,24 +88,15 @@ mod tests {
             "could not lock /h/sessions.json (another writer held it for 10s); nothing was changed and it is safe to try again"
         );
         assert_eq!(err.exit_code(), 75);
-        assert_eq!(
-            LockRefusal::TimedOut(Duration::from_millis(1500)).to_string(),
-            "another writer held it for 1.5s"
-        );
-        assert_eq!(
-            LockRefusal::TimedOut(Duration::ZERO).to_string(),
-            "another writer held it for 0s"
-        );
+        assert_eq!(LockRefusal::TimedOut(Duration::from_millis(1500)).to_string(), "another writer held it for 1.5s");
+        assert_eq!(LockRefusal::TimedOut(Duration::ZERO).to_string(), "another writer held it for 0s");
     }
 
     #[test]
     fn exit_codes_follow_the_comments_of_rg_13() {
         assert_eq!(RegistryError::AlreadyHeld.exit_code(), 1);
         assert_eq!(RegistryError::Exists("a".into()).exit_code(), 2);
-        assert_eq!(
-            RegistryError::Capacity(CapacityError::Probe("x".into())).exit_code(),
-            75
-        );
+        assert_eq!(RegistryError::Capacity(CapacityError::Probe("x".into())).exit_code(), 75);
         assert_eq!(RegistryError::Name(NameError::Empty).exit_code(), 2);
     }
 }

@@ -36,12 +36,7 @@ pub struct HealOutcome {
 }
 
 /// Reads the registry lock-free; repairs Missing, Empty or Invalid under the lock (with `wait` as the bound).
-pub fn self_heal(
-    registry: &Path,
-    seed: Option<&Path>,
-    wait: Duration,
-    latches: &mut HealLatches,
-) -> HealOutcome {
+pub fn self_heal(registry: &Path, seed: Option<&Path>, wait: Duration, latches: &mut HealLatches) -> HealOutcome {
     let mut outcome = HealOutcome::default();
     match read(registry) {
         ReadOutcome::Valid(doc) => {
@@ -59,12 +54,7 @@ pub fn self_heal(
     outcome
 }
 
-fn repair_locked(
-    guard: &RegistryLock,
-    seed: Option<&Path>,
-    latches: &mut HealLatches,
-    outcome: &mut HealOutcome,
-) {
+fn repair_locked(guard: &RegistryLock, seed: Option<&Path>, latches: &mut HealLatches, outcome: &mut HealOutcome) {
     let registry = guard.registry();
     match read(registry) {
         ReadOutcome::Valid(doc) => {
@@ -105,12 +95,7 @@ fn repair_locked(
     }
 }
 
-fn note_unreadable(
-    registry: &Path,
-    err: &io::Error,
-    latches: &mut HealLatches,
-    outcome: &mut HealOutcome,
-) {
+fn note_unreadable(registry: &Path, err: &io::Error, latches: &mut HealLatches, outcome: &mut HealOutcome) {
     if !latches.unreadable_warned {
         outcome.messages.push(format!(
             "cannot read {} ({err}); leaving it alone: no session is started, reaped or swept until it can be read",
@@ -124,21 +109,14 @@ fn note_unreadable(
 pub fn quarantine(registry: &Path) -> io::Result<PathBuf> {
     let base = format!("{}.corrupt-{}", registry.display(), stamp_compact_utc());
     for n in 1..=1000 {
-        let target = if n == 1 {
-            PathBuf::from(&base)
-        } else {
-            PathBuf::from(format!("{base}-{n}"))
-        };
+        let target = if n == 1 { PathBuf::from(&base) } else { PathBuf::from(format!("{base}-{n}")) };
         match rename_no_replace(registry, &target) {
             Ok(()) => return Ok(target),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(err) => return Err(err),
         }
     }
-    Err(io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        "no free quarantine name",
-    ))
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free quarantine name"))
 }
 
 fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {

@@ -26,9 +26,7 @@ pub use document::{Document, Entry, EntryMut, FieldError, NewEntry, new_entry};
 pub use error::{LockRefusal, RegistryError};
 pub use heal::{HealLatches, HealOutcome, self_heal};
 pub use id::{is_uuid, new_uuid_v4};
-pub use lock::{
-    FileLock, RegistryLock, lock, lock_at, lock_ignoring_inherited, lock_path, lock_wait_from_env,
-};
+pub use lock::{FileLock, RegistryLock, lock, lock_at, lock_ignoring_inherited, lock_path, lock_wait_from_env};
 pub use name::{NameError, SessionName};
 pub use paths::{ConfigError, Paths};
 pub use read::{ReadOutcome, read};
@@ -38,7 +36,5 @@ pub use store::{Ensured, edit, ensure, remove_temp_leftovers};
 #[cfg(test)]
 pub(crate) fn test_serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -38,10 +38,8 @@ impl FileLock {
     /// Opens `path` (`O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC`, 0600) and polls for the lock until `wait` has passed.
     /// With `create_dir`, a missing directory is created (0700) and the open retried once.
     pub fn acquire(path: &Path, wait: Duration, create_dir: bool) -> Result<Self, LockRefusal> {
-        let file = open_lock_file(path, create_dir).map_err(|source| LockRefusal::Open {
-            lock: path.to_path_buf(),
-            source,
-        })?;
+        let file = open_lock_file(path, create_dir)
+            .map_err(|source| LockRefusal::Open { lock: path.to_path_buf(), source })?;
         poll_flock(file.as_fd(), wait)?;
         Ok(Self { file })
     }
@@ -53,13 +51,7 @@ impl FileLock {
 }
 
 fn open_lock_file(path: &Path, create_dir: bool) -> io::Result<File> {
-    let open = || {
-        OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(path)
-    };
+    let open = || OpenOptions::new().append(true).create(true).mode(0o600).open(path);
     match open() {
         Err(err) if err.kind() == io::ErrorKind::NotFound && create_dir => {
             ensure_private_dir(parent_dir(path))?;
@@ -140,83 +132,39 @@ struct Policy {
 
 /// The lock of the CLI and webhook-spawn: honours an inherited descriptor, creates a missing directory.
 pub fn lock(paths: &Paths, wait: Duration) -> Result<RegistryLock, RegistryError> {
-    acquire(
-        paths.registry(),
-        wait,
-        Policy {
-            adopt_inherited: true,
-            create_dir: true,
-        },
-    )
+    acquire(paths.registry(), wait, Policy { adopt_inherited: true, create_dir: true })
 }
 
 /// The supervisor's lock: ignores `AGENT_BOX_REGISTRY_LOCK_FD`, creates a missing directory (first boot).
-pub fn lock_ignoring_inherited(
-    registry: &Path,
-    wait: Duration,
-) -> Result<RegistryLock, RegistryError> {
-    acquire(
-        registry,
-        wait,
-        Policy {
-            adopt_inherited: false,
-            create_dir: true,
-        },
-    )
+pub fn lock_ignoring_inherited(registry: &Path, wait: Duration) -> Result<RegistryLock, RegistryError> {
+    acquire(registry, wait, Policy { adopt_inherited: false, create_dir: true })
 }
 
 /// The epilogue's lock (RG-7.10): an explicit path, no environment, never creates a directory.
 pub fn lock_at(registry: &Path, wait: Duration) -> Result<RegistryLock, RegistryError> {
-    acquire(
-        registry,
-        wait,
-        Policy {
-            adopt_inherited: false,
-            create_dir: false,
-        },
-    )
+    acquire(registry, wait, Policy { adopt_inherited: false, create_dir: false })
 }
 
 /// Like [`lock`] for a registry path given directly (the `rmw` example and tools addressing one file).
 pub fn lock_path(registry: &Path, wait: Duration) -> Result<RegistryLock, RegistryError> {
-    acquire(
-        registry,
-        wait,
-        Policy {
-            adopt_inherited: true,
-            create_dir: true,
-        },
-    )
+    acquire(registry, wait, Policy { adopt_inherited: true, create_dir: true })
 }
 
 fn acquire(registry: &Path, wait: Duration, policy: Policy) -> Result<RegistryLock, RegistryError> {
-    if REGISTRY_GUARD_ALIVE
-        .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
+    if REGISTRY_GUARD_ALIVE.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
         return Err(RegistryError::AlreadyHeld);
     }
     let lock_file = lock_path_of(registry);
-    let inherited = if policy.adopt_inherited {
-        std::env::var(INHERITED_LOCK_ENV).ok()
-    } else {
-        None
-    };
+    let inherited = if policy.adopt_inherited { std::env::var(INHERITED_LOCK_ENV).ok() } else { None };
     let held = match inherited.filter(|v| !v.is_empty()) {
         Some(value) => adopt_inherited(&value, &lock_file, wait).map(Held::Inherited),
         None => FileLock::acquire(&lock_file, wait, policy.create_dir).map(Held::Own),
     };
     match held {
-        Ok(held) => Ok(RegistryLock {
-            registry: registry.to_path_buf(),
-            held,
-        }),
+        Ok(held) => Ok(RegistryLock { registry: registry.to_path_buf(), held }),
         Err(reason) => {
             REGISTRY_GUARD_ALIVE.store(false, Ordering::SeqCst);
-            Err(RegistryError::LockRefused {
-                path: registry.to_path_buf(),
-                reason,
-            })
+            Err(RegistryError::LockRefused { path: registry.to_path_buf(), reason })
         }
     }
 }
@@ -230,10 +178,7 @@ fn adopt_inherited(value: &str, lock_file: &Path, wait: Duration) -> Result<RawF
     };
     let raw = parse_inherited_fd(value).ok_or_else(refuse)?;
     let fd = borrow_open_fd(raw).ok_or_else(refuse)?;
-    let (fd_stat, file_meta) = (
-        nix::sys::stat::fstat(fd).ok(),
-        std::fs::metadata(lock_file).ok(),
-    );
+    let (fd_stat, file_meta) = (nix::sys::stat::fstat(fd).ok(), std::fs::metadata(lock_file).ok());
     match (fd_stat, file_meta) {
         (Some(st), Some(meta)) if st.st_dev == meta.dev() && st.st_ino == meta.ino() => {}
         _ => return Err(refuse()),
@@ -286,10 +231,7 @@ pub fn lock_wait_from_env() -> LockWait {
 /// The parsing rule of [`lock_wait_from_env`].
 pub fn parse_lock_wait(value: Option<&str>) -> LockWait {
     let Some(text) = value.filter(|t| !t.is_empty()) else {
-        return LockWait {
-            wait: DEFAULT_LOCK_WAIT,
-            ignored: None,
-        };
+        return LockWait { wait: DEFAULT_LOCK_WAIT, ignored: None };
     };
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
@@ -297,19 +239,10 @@ pub fn parse_lock_wait(value: Option<&str>) -> LockWait {
         && digits(fraction)
         && !(whole.is_empty() && fraction.is_empty())
         && !(text.contains('.') && fraction.is_empty());
-    let parsed = shaped
-        .then(|| text.parse::<f64>().ok())
-        .flatten()
-        .and_then(|s| Duration::try_from_secs_f64(s).ok());
+    let parsed = shaped.then(|| text.parse::<f64>().ok()).flatten().and_then(|s| Duration::try_from_secs_f64(s).ok());
     match parsed {
-        Some(wait) => LockWait {
-            wait,
-            ignored: None,
-        },
-        None => LockWait {
-            wait: DEFAULT_LOCK_WAIT,
-            ignored: Some(text.to_owned()),
-        },
+        Some(wait) => LockWait { wait, ignored: None },
+        None => LockWait { wait: DEFAULT_LOCK_WAIT, ignored: Some(text.to_owned()) },
     }
 }
 
@@ -321,21 +254,11 @@ mod tests {
     fn lock_wait_parsing() {
         assert_eq!(parse_lock_wait(None).wait, DEFAULT_LOCK_WAIT);
         assert_eq!(parse_lock_wait(Some("0")).wait, Duration::ZERO);
-        assert_eq!(
-            parse_lock_wait(Some("2.5")).wait,
-            Duration::from_millis(2500)
-        );
+        assert_eq!(parse_lock_wait(Some("2.5")).wait, Duration::from_millis(2500));
         assert_eq!(parse_lock_wait(Some(".5")).wait, Duration::from_millis(500));
         for bad in ["-1", "abc", "1e3", "inf", "NaN", "1.", " 1", "1.2.3", "."] {
             let parsed = parse_lock_wait(Some(bad));
-            assert_eq!(
-                parsed,
-                LockWait {
-                    wait: DEFAULT_LOCK_WAIT,
-                    ignored: Some(bad.to_owned())
-                },
-                "{bad}"
-            );
+            assert_eq!(parsed, LockWait { wait: DEFAULT_LOCK_WAIT, ignored: Some(bad.to_owned()) }, "{bad}");
         }
     }
 
@@ -344,10 +267,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("sessions.json");
         let first = lock_at(&registry, Duration::ZERO).unwrap();
-        assert!(matches!(
-            lock_at(&registry, Duration::ZERO),
-            Err(RegistryError::AlreadyHeld)
-        ));
+        assert!(matches!(lock_at(&registry, Duration::ZERO), Err(RegistryError::AlreadyHeld)));
         drop(first);
         assert!(lock_at(&registry, Duration::ZERO).is_ok());
     }
@@ -357,13 +277,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("missing/sessions.json");
         let err = lock_at(&registry, Duration::ZERO).unwrap_err();
-        assert!(matches!(
-            err,
-            RegistryError::LockRefused {
-                reason: LockRefusal::Open { .. },
-                ..
-            }
-        ));
+        assert!(matches!(err, RegistryError::LockRefused { reason: LockRefusal::Open { .. }, .. }));
         assert!(!dir.path().join("missing").exists());
     }
 

@@ -6,15 +6,7 @@ use std::fmt;
 pub const MAX_NEW_NAME_LEN: usize = 150;
 
 /// Names the web UI uses as URL segments, refused for new sessions.
-pub const RESERVED_NAMES: [&str; 7] = [
-    "settings",
-    "downloads",
-    "webhook",
-    "sessions",
-    "token",
-    "ws",
-    "auth",
-];
+pub const RESERVED_NAMES: [&str; 7] = ["settings", "downloads", "webhook", "sessions", "token", "ws", "auth"];
 
 /// Why a string is not a usable session name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -98,10 +90,7 @@ mod tests {
     fn charset_rejects_empty_space_unicode_slash_dots() {
         assert_eq!(SessionName::parse(""), Err(NameError::Empty));
         for bad in ["a b", "é", "a/b", "..", ".", "a\n", "a;b", "$(id)"] {
-            assert!(
-                matches!(SessionName::parse(bad), Err(NameError::BadChar { .. })),
-                "{bad:?}"
-            );
+            assert!(matches!(SessionName::parse(bad), Err(NameError::BadChar { .. })), "{bad:?}");
         }
     }
 
@@ -110,23 +99,14 @@ mod tests {
         let ok = "a".repeat(150);
         let long = "a".repeat(151);
         assert!(SessionName::parse_new(&ok).is_ok());
-        assert_eq!(
-            SessionName::parse_new(&long),
-            Err(NameError::TooLong { len: 151 })
-        );
-        assert!(
-            SessionName::parse(&long).is_ok(),
-            "legacy long names stay removable"
-        );
+        assert_eq!(SessionName::parse_new(&long), Err(NameError::TooLong { len: 151 }));
+        assert!(SessionName::parse(&long).is_ok(), "legacy long names stay removable");
     }
 
     #[test]
     fn reserved_names_refused_only_on_creation() {
         for reserved in RESERVED_NAMES {
-            assert_eq!(
-                SessionName::parse_new(reserved),
-                Err(NameError::Reserved(reserved.into()))
-            );
+            assert_eq!(SessionName::parse_new(reserved), Err(NameError::Reserved(reserved.into())));
             assert!(SessionName::parse(reserved).is_ok());
         }
         assert!(SessionName::parse_new("Settings").is_ok(), "case-sensitive");

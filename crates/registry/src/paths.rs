@@ -31,9 +31,7 @@ pub fn is_usable_user(user: &str) -> bool {
     !user.is_empty()
         && user != "."
         && user != ".."
-        && user
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && user.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 impl Paths {
@@ -51,25 +49,16 @@ impl Paths {
         let home = absolute("HOME", Some(set("HOME").unwrap_or_default()))?;
         let user = resolve_user(set("USER"), passwd)?;
         let mut paths = Self::for_root(&home, &user);
-        if let Some(registry) =
-            absolute_if_set("AGENT_BOX_SESSIONS_FILE", set("AGENT_BOX_SESSIONS_FILE"))?
-        {
+        if let Some(registry) = absolute_if_set("AGENT_BOX_SESSIONS_FILE", set("AGENT_BOX_SESSIONS_FILE"))? {
             paths.registry = registry;
         }
-        if let Some(dir) =
-            absolute_if_set("LOCAL_WEBHOOK_STATE_DIR", set("LOCAL_WEBHOOK_STATE_DIR"))?
-        {
+        if let Some(dir) = absolute_if_set("LOCAL_WEBHOOK_STATE_DIR", set("LOCAL_WEBHOOK_STATE_DIR"))? {
             paths.webhook_state_dir = dir;
         }
-        if let Some(file) = absolute_if_set(
-            "AGENT_BOX_SESSION_LIMIT_FILE",
-            set("AGENT_BOX_SESSION_LIMIT_FILE"),
-        )? {
+        if let Some(file) = absolute_if_set("AGENT_BOX_SESSION_LIMIT_FILE", set("AGENT_BOX_SESSION_LIMIT_FILE"))? {
             paths.limit_file = file;
         }
-        if let Some(file) =
-            absolute_if_set("AGENT_BOX_MEMINFO_FILE", set("AGENT_BOX_MEMINFO_FILE"))?
-        {
+        if let Some(file) = absolute_if_set("AGENT_BOX_MEMINFO_FILE", set("AGENT_BOX_MEMINFO_FILE"))? {
             paths.meminfo_file = file;
         }
         Ok(paths)
@@ -150,14 +139,11 @@ impl Paths {
     }
     /// The receiver's filter file of one of our sessions (F12).
     pub fn filter_file(&self, name: &SessionName) -> PathBuf {
-        self.webhook_state_dir
-            .join(format!("filter.{}-{name}.json", self.user))
+        self.webhook_state_dir.join(format!("filter.{}-{name}.json", self.user))
     }
     /// The codex-wake pointer that `rm` prunes (F14).
     pub fn codex_wake(&self, name: &SessionName) -> PathBuf {
-        self.state_dir
-            .join("codex-wake")
-            .join(format!("{}-{name}", self.user))
+        self.state_dir.join("codex-wake").join(format!("{}-{name}", self.user))
     }
 }
 
@@ -174,24 +160,15 @@ fn absolute(var: &'static str, value: Option<OsString>) -> Result<PathBuf, Confi
     if path.is_absolute() {
         Ok(path)
     } else {
-        Err(ConfigError::NotAbsolute {
-            var,
-            value: value.to_string_lossy().into_owned(),
-        })
+        Err(ConfigError::NotAbsolute { var, value: value.to_string_lossy().into_owned() })
     }
 }
 
-fn absolute_if_set(
-    var: &'static str,
-    value: Option<OsString>,
-) -> Result<Option<PathBuf>, ConfigError> {
+fn absolute_if_set(var: &'static str, value: Option<OsString>) -> Result<Option<PathBuf>, ConfigError> {
     value.map(|v| absolute(var, Some(v))).transpose()
 }
 
-fn resolve_user(
-    from_env: Option<OsString>,
-    passwd: impl FnOnce() -> Option<String>,
-) -> Result<String, ConfigError> {
+fn resolve_user(from_env: Option<OsString>, passwd: impl FnOnce() -> Option<String>) -> Result<String, ConfigError> {
     let candidate = match from_env {
         Some(value) => value.to_string_lossy().into_owned(),
         None => passwd().unwrap_or_default(),
@@ -199,19 +176,13 @@ fn resolve_user(
     if is_usable_user(&candidate) {
         Ok(candidate)
     } else {
-        Err(ConfigError::BadUser {
-            user: candidate,
-            uid: nix::unistd::getuid().as_raw(),
-        })
+        Err(ConfigError::BadUser { user: candidate, uid: nix::unistd::getuid().as_raw() })
     }
 }
 
 /// The passwd name of the real uid, when there is one.
 pub fn passwd_name() -> Option<String> {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.name)
+    nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten().map(|u| u.name)
 }
 
 #[cfg(test)]
@@ -220,70 +191,36 @@ mod tests {
     use std::collections::HashMap;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + use<> {
-        let map: HashMap<String, OsString> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), OsString::from(v)))
-            .collect();
+        let map: HashMap<String, OsString> = pairs.iter().map(|(k, v)| (k.to_string(), OsString::from(v))).collect();
         move |k| map.get(k).cloned()
     }
 
     #[test]
     fn defaults_follow_home_and_user() {
-        let paths = Paths::from_lookup(
-            env_of(&[("HOME", "/home/agent"), ("USER", "agent")]),
-            || None,
-        )
-        .unwrap();
-        assert_eq!(
-            paths.registry(),
-            Path::new("/home/agent/.config/agent-box/sessions.json")
-        );
-        assert_eq!(
-            paths.lock_file(),
-            PathBuf::from("/home/agent/.config/agent-box/sessions.json.lock")
-        );
+        let paths = Paths::from_lookup(env_of(&[("HOME", "/home/agent"), ("USER", "agent")]), || None).unwrap();
+        assert_eq!(paths.registry(), Path::new("/home/agent/.config/agent-box/sessions.json"));
+        assert_eq!(paths.lock_file(), PathBuf::from("/home/agent/.config/agent-box/sessions.json.lock"));
         let name = SessionName::parse("main").unwrap();
-        assert_eq!(
-            paths.side_file(&name),
-            PathBuf::from("/home/agent/.local/state/agent-box/session/main.json")
-        );
+        assert_eq!(paths.side_file(&name), PathBuf::from("/home/agent/.local/state/agent-box/session/main.json"));
         assert_eq!(
             paths.filter_file(&name),
             PathBuf::from("/home/agent/.local/state/local-webhook/filter.agent-main.json")
         );
-        assert_eq!(
-            paths.codex_wake(&name),
-            PathBuf::from("/home/agent/.local/state/agent-box/codex-wake/agent-main")
-        );
+        assert_eq!(paths.codex_wake(&name), PathBuf::from("/home/agent/.local/state/agent-box/codex-wake/agent-main"));
     }
 
     #[test]
     fn relative_or_missing_home_is_a_config_error() {
-        let err =
-            Paths::from_lookup(env_of(&[("HOME", "rel"), ("USER", "a")]), || None).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "HOME must be an absolute path (it is 'rel')"
-        );
+        let err = Paths::from_lookup(env_of(&[("HOME", "rel"), ("USER", "a")]), || None).unwrap_err();
+        assert_eq!(err.to_string(), "HOME must be an absolute path (it is 'rel')");
         assert!(Paths::from_lookup(env_of(&[("USER", "a")]), || None).is_err());
     }
 
     #[test]
     fn relative_override_is_refused_and_empty_means_default() {
-        let env = env_of(&[
-            ("HOME", "/h"),
-            ("USER", "a"),
-            ("AGENT_BOX_SESSIONS_FILE", "x.json"),
-        ]);
-        assert!(matches!(
-            Paths::from_lookup(env, || None),
-            Err(ConfigError::NotAbsolute { .. })
-        ));
-        let env = env_of(&[
-            ("HOME", "/h"),
-            ("USER", "a"),
-            ("AGENT_BOX_SESSIONS_FILE", ""),
-        ]);
+        let env = env_of(&[("HOME", "/h"), ("USER", "a"), ("AGENT_BOX_SESSIONS_FILE", "x.json")]);
+        assert!(matches!(Paths::from_lookup(env, || None), Err(ConfigError::NotAbsolute { .. })));
+        let env = env_of(&[("HOME", "/h"), ("USER", "a"), ("AGENT_BOX_SESSIONS_FILE", "")]);
         assert_eq!(
             Paths::from_lookup(env, || None).unwrap().registry(),
             Path::new("/h/.config/agent-box/sessions.json")

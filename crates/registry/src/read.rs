@@ -48,19 +48,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("s.json");
         assert!(matches!(read(&file), ReadOutcome::Missing));
-        assert!(matches!(
-            read(&dir.path().join("no/such/dir/s.json")),
-            ReadOutcome::Missing
-        ));
+        assert!(matches!(read(&dir.path().join("no/such/dir/s.json")), ReadOutcome::Missing));
         std::fs::write(&file, b"").unwrap();
         assert!(matches!(read(&file), ReadOutcome::Empty));
         std::fs::write(&file, b"{\"sessions\":{}}\n").unwrap();
         assert!(matches!(read(&file), ReadOutcome::Valid(_)));
         std::fs::write(&file, b"{\"sessions\":{}}{}").unwrap();
         assert!(matches!(read(&file), ReadOutcome::Invalid(_)));
-        assert!(
-            matches!(read(dir.path()), ReadOutcome::Unreadable(_)),
-            "a directory is unreadable"
-        );
+        assert!(matches!(read(dir.path()), ReadOutcome::Unreadable(_)), "a directory is unreadable");
     }
 }

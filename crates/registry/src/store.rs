@@ -31,14 +31,8 @@ pub fn read_for_write(path: &Path) -> Result<Document, RegistryError> {
     match read(path) {
         ReadOutcome::Missing | ReadOutcome::Empty => Ok(Document::empty()),
         ReadOutcome::Valid(doc) => Ok(doc),
-        ReadOutcome::Invalid(reason) => Err(RegistryError::Invalid {
-            path: path.to_path_buf(),
-            reason,
-        }),
-        ReadOutcome::Unreadable(source) => Err(RegistryError::Unreadable {
-            path: path.to_path_buf(),
-            source,
-        }),
+        ReadOutcome::Invalid(reason) => Err(RegistryError::Invalid { path: path.to_path_buf(), reason }),
+        ReadOutcome::Unreadable(source) => Err(RegistryError::Unreadable { path: path.to_path_buf(), source }),
     }
 }
 
@@ -49,12 +43,7 @@ pub fn write_document(guard: &RegistryLock, doc: &Document) -> Result<(), Regist
 
 fn write_bytes(guard: &RegistryLock, bytes: &[u8]) -> Result<(), RegistryError> {
     let path = guard.registry();
-    write_atomic(path, bytes)
-        .map(drop)
-        .map_err(|source| RegistryError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+    write_atomic(path, bytes).map(drop).map_err(|source| RegistryError::Write { path: path.to_path_buf(), source })
 }
 
 /// What [`ensure`] did.
@@ -72,9 +61,7 @@ impl Ensured {
     /// The RG-10.3 line to print (without the program prefix) when a seed was rejected.
     pub fn seed_message(&self) -> Option<String> {
         match self {
-            Self::WroteEmpty {
-                rejected_seed: Some(seed),
-            } => Some(format!(
+            Self::WroteEmpty { rejected_seed: Some(seed) } => Some(format!(
                 "ignoring seed {}: not a sessions.json with \"version\": 1 and a \"sessions\" object; writing an empty registry",
                 seed.display()
             )),
@@ -85,31 +72,21 @@ impl Ensured {
 
 /// Under the lock: when the registry is Missing or Empty, write the seed (if valid) or the empty document.
 pub fn ensure(guard: &RegistryLock, seed: Option<&Path>) -> Result<Ensured, RegistryError> {
-    if !matches!(
-        read(guard.registry()),
-        ReadOutcome::Missing | ReadOutcome::Empty
-    ) {
+    if !matches!(read(guard.registry()), ReadOutcome::Missing | ReadOutcome::Empty) {
         return Ok(Ensured::Existing);
     }
     let Some(seed) = seed else {
         write_bytes(guard, EMPTY_DOCUMENT)?;
-        return Ok(Ensured::WroteEmpty {
-            rejected_seed: None,
-        });
+        return Ok(Ensured::WroteEmpty { rejected_seed: None });
     };
-    match std::fs::read(seed)
-        .ok()
-        .filter(|bytes| is_valid_seed(bytes))
-    {
+    match std::fs::read(seed).ok().filter(|bytes| is_valid_seed(bytes)) {
         Some(bytes) => {
             write_bytes(guard, &bytes)?;
             Ok(Ensured::Seeded)
         }
         None => {
             write_bytes(guard, EMPTY_DOCUMENT)?;
-            Ok(Ensured::WroteEmpty {
-                rejected_seed: Some(seed.to_path_buf()),
-            })
+            Ok(Ensured::WroteEmpty { rejected_seed: Some(seed.to_path_buf()) })
         }
     }
 }
@@ -121,10 +98,7 @@ pub fn is_valid_seed(bytes: &[u8]) -> bool {
 
 /// Deletes `<registry>.tmp-XXXXXXXX` leftovers of killed writers; only a lock holder may (RG-8.4).
 pub fn remove_temp_leftovers(guard: &RegistryLock) -> usize {
-    temp_leftovers_of(guard.registry())
-        .iter()
-        .filter(|p| std::fs::remove_file(p).is_ok())
-        .count()
+    temp_leftovers_of(guard.registry()).iter().filter(|p| std::fs::remove_file(p).is_ok()).count()
 }
 
 #[cfg(test)]
@@ -147,49 +121,21 @@ mod tests {
         std::fs::write(&seed, b"{\"version\":1,\"sessions\":{\"main\":{}}}").unwrap();
         let guard = guard_for(&registry);
         assert_eq!(ensure(&guard, Some(&seed)).unwrap(), Ensured::Seeded);
-        assert_eq!(
-            std::fs::read(&registry).unwrap(),
-            std::fs::read(&seed).unwrap(),
-            "byte for byte"
-        );
+        assert_eq!(std::fs::read(&registry).unwrap(), std::fs::read(&seed).unwrap(), "byte for byte");
         assert_eq!(ensure(&guard, None).unwrap(), Ensured::Existing);
         std::fs::remove_file(&registry).unwrap();
-        assert_eq!(
-            ensure(&guard, None).unwrap(),
-            Ensured::WroteEmpty {
-                rejected_seed: None
-            }
-        );
+        assert_eq!(ensure(&guard, None).unwrap(), Ensured::WroteEmpty { rejected_seed: None });
         assert_eq!(std::fs::read(&registry).unwrap(), EMPTY_DOCUMENT);
-        for bad in [
-            "{\"version\":1,\"sessions\":[]}",
-            "[]",
-            "{\"sessions\":{}}",
-            "{\"version\":2,\"sessions\":{}}",
-        ] {
+        for bad in ["{\"version\":1,\"sessions\":[]}", "[]", "{\"sessions\":{}}", "{\"version\":2,\"sessions\":{}}"] {
             std::fs::write(&registry, b"").unwrap();
             std::fs::write(&seed, bad).unwrap();
             let done = ensure(&guard, Some(&seed)).unwrap();
-            assert_eq!(
-                done,
-                Ensured::WroteEmpty {
-                    rejected_seed: Some(seed.clone())
-                },
-                "{bad}"
-            );
-            assert!(
-                done.seed_message()
-                    .unwrap()
-                    .contains(&seed.display().to_string())
-            );
+            assert_eq!(done, Ensured::WroteEmpty { rejected_seed: Some(seed.clone()) }, "{bad}");
+            assert!(done.seed_message().unwrap().contains(&seed.display().to_string()));
             assert_eq!(std::fs::read(&registry).unwrap(), EMPTY_DOCUMENT);
         }
         std::fs::write(&registry, b"not json").unwrap();
-        assert_eq!(
-            ensure(&guard, None).unwrap(),
-            Ensured::Existing,
-            "ensure never repairs"
-        );
+        assert_eq!(ensure(&guard, None).unwrap(), Ensured::Existing, "ensure never repairs");
     }
 
     #[test]
@@ -202,9 +148,7 @@ mod tests {
         let guard = guard_for(&registry);
         let name = SessionName::parse("a").unwrap();
         edit(&guard, |doc| {
-            let changed = doc
-                .entry_mut(&name)
-                .is_some_and(|mut e| e.set("stopped", Value::Bool(true)));
+            let changed = doc.entry_mut(&name).is_some_and(|mut e| e.set("stopped", Value::Bool(true)));
             Ok(((), changed))
         })
         .unwrap();
@@ -221,11 +165,7 @@ mod tests {
         edit(&guard, |_| Ok(((), false))).unwrap();
         assert!(!registry.exists(), "nothing to change, nothing created");
         let name = SessionName::parse("x").unwrap();
-        edit(&guard, |doc| {
-            doc.insert_new(&name, serde_json::Map::new())
-                .map(|()| ((), true))
-        })
-        .unwrap();
+        edit(&guard, |doc| doc.insert_new(&name, serde_json::Map::new()).map(|()| ((), true))).unwrap();
         assert!(read_for_write(&registry).unwrap().contains("x"));
         std::fs::write(&registry, b"[]").unwrap();
         let err = edit(&guard, |_| Ok(((), true))).unwrap_err();

@@ -4,10 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Seconds since the Unix epoch, now (0 if the clock is before 1970).
 pub fn now_epoch() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)).unwrap_or(0)
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for now.
@@ -42,23 +39,13 @@ pub fn format_hms(epoch: i64) -> String {
 /// Parses exactly `YYYY-MM-DDTHH:MM:SSZ`; anything else (other offsets, fractions, bad ranges) is `None`.
 pub fn parse_iso(text: &str) -> Option<i64> {
     let b = text.as_bytes();
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
     {
         return None;
     }
     let num = |range: std::ops::Range<usize>| -> Option<i64> {
         let digits = &text[range];
-        digits
-            .bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| digits.parse().ok())
-            .flatten()
+        digits.bytes().all(|c| c.is_ascii_digit()).then(|| digits.parse().ok()).flatten()
     };
     let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
@@ -99,16 +86,11 @@ fn civil(epoch: i64) -> (i64, i64, i64, i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_from_march = (5 * day_of_year + 2) / 153;
     let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 {
-        month_from_march + 3
-    } else {
-        month_from_march - 9
-    };
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day, secs / 3_600, secs % 3_600 / 60, secs % 60)
 }
@@ -122,13 +104,7 @@ mod tests {
         assert_eq!(format_iso(0), "1970-01-01T00:00:00Z");
         assert_eq!(format_iso(1_764_424_991), "2025-11-29T14:03:11Z");
         assert_eq!(format_iso(951_782_400), "2000-02-29T00:00:00Z");
-        for epoch in [
-            0,
-            951_782_400,
-            1_764_424_991,
-            4_102_444_800,
-            978_307_200 - 1,
-        ] {
+        for epoch in [0, 951_782_400, 1_764_424_991, 4_102_444_800, 978_307_200 - 1] {
             assert_eq!(parse_iso(&format_iso(epoch)), Some(epoch));
         }
     }
