@@ -1,0 +1,377 @@
+//! Lease files under one directory lock: create, mark an outcome, record a death, finish, heartbeat, sweep.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+use registry::{Document, FileLock, SessionName, time};
+use serde_json::{Map, Value};
+
+use crate::error::LeaseError;
+use crate::hooklog::{HookLog, canonical_object};
+use crate::model::{Changed, EndHow, Expect, Gen, Lease, LeaseState, Outcome};
+
+/// Lock bound of the lease directory (OV-5.5).
+pub const LEASE_LOCK_WAIT: Duration = Duration::from_secs(2);
+/// A lease younger than this may belong to an add still in flight; sweeps spare it (LS-5.7).
+pub const SWEEP_GRACE_SECS: i64 = 30;
+/// Heartbeats closer together than this change nothing (LS-5.6).
+pub const HEARTBEAT_EVERY_SECS: i64 = 60;
+
+const NOTE: &str = "agent-box assignment lease: present = this box accepted the work below; outcome null = not yet accounted for; outcome set = the box cannot say the work finished. Removed on a clean exit or rm.";
+
+/// Names a valid registry lists; the only input a sweep accepts (so an unreadable registry cannot sweep).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListedNames(BTreeSet<String>);
+
+impl ListedNames {
+    pub fn from_document(doc: &Document) -> Self {
+        Self(doc.names().map(str::to_owned).collect())
+    }
+    /// Drops names reaped this tick.
+    pub fn without(mut self, reaped: &[SessionName]) -> Self {
+        for name in reaped {
+            self.0.remove(name.as_str());
+        }
+        self
+    }
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains(name)
+    }
+}
+
+/// What one sweep deleted, and the error that stopped it, if any.
+#[derive(Debug, Default)]
+pub struct SweepReport {
+    pub swept: Vec<SessionName>,
+    pub error: Option<LeaseError>,
+}
+
+/// The lease directory (`~/.local/state/agent-box/lease`, baked into the epilogue).
+#[derive(Debug, Clone)]
+pub struct LeaseDir {
+    dir: PathBuf,
+    clock: fn() -> i64,
+}
+
+/// The lease file as read under the lock.
+enum Found {
+    Absent,
+    Unreadable,
+    Present(Lease),
+}
+
+impl LeaseDir {
+    pub fn new(dir: PathBuf) -> Self {
+        Self { dir, clock: time::now_epoch }
+    }
+
+    /// Replaces the clock (tests).
+    pub fn with_clock(mut self, clock: fn() -> i64) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn lease_path(&self, name: &SessionName) -> PathBuf {
+        self.dir.join(format!("{name}.json"))
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        self.dir.join(".lock")
+    }
+
+    fn lock(&self) -> Result<FileLock, LeaseError> {
+        let path = self.lock_path();
+        FileLock::acquire(&path, LEASE_LOCK_WAIT, false).map_err(|r| LeaseError::from_refusal(&path, r))
+    }
+
+    /// Lock-free read; never errors, never creates anything.
+    pub fn read(&self, name: &SessionName) -> LeaseState {
+        match self.find(name) {
+            Found::Absent => LeaseState::Absent,
+            Found::Unreadable => LeaseState::Unreadable,
+            Found::Present(lease) => LeaseState::Present(lease),
+        }
+    }
+
+    fn find(&self, name: &SessionName) -> Found {
+        match std::fs::read(self.lease_path(name)) {
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Found::Absent,
+            Err(_) => Found::Unreadable,
+            Ok(bytes) => Lease::parse(&bytes).map_or(Found::Unreadable, Found::Present),
+        }
+    }
+
+    /// The outcome when the lease exists and its outcome is a non-empty string.
+    pub fn outcome(&self, name: &SessionName) -> Option<Outcome> {
+        match self.find(name) {
+            Found::Present(lease) => lease.outcome(),
+            _ => None,
+        }
+    }
+
+    /// Every `<name>.json` whose stem passes the charset, sorted by name.
+    pub fn list(&self) -> Vec<(SessionName, LeaseState)> {
+        let mut names: Vec<SessionName> = self.candidate_files().into_iter().map(|(name, _)| name).collect();
+        names.sort();
+        names.into_iter().map(|name| (name.clone(), self.read(&name))).collect()
+    }
+
+    fn candidate_files(&self) -> Vec<(SessionName, PathBuf)> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return Vec::new() };
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| {
+                let file_name = e.file_name();
+                let stem = file_name.to_str()?.strip_suffix(".json")?;
+                Some((SessionName::parse(stem).ok()?, e.path()))
+            })
+            .collect()
+    }
+
+    /// Creates the lease of a new assignment with a fresh gen (LS-5.1); replaces an old one, logging `swept`.
+    pub fn create(
+        &self,
+        name: &SessionName,
+        topic: &str,
+        object: Option<&str>,
+        log: Option<&HookLog>,
+    ) -> Result<Gen, LeaseError> {
+        registry::ensure_private_dir(&self.dir).map_err(|e| LeaseError::io(&self.dir, e))?;
+        let _lock = self.lock()?;
+        if let (Some(log), true) = (log, name.is_hook()) {
+            match self.find(name) {
+                Found::Absent => {}
+                Found::Unreadable => drop(log.append_end(name, &EndHow::Swept, None)),
+                Found::Present(old) => drop(log.append_end(name, &EndHow::Swept, Some(&old))),
+            }
+        }
+        let new_gen = Gen::random();
+        let mut map = Map::new();
+        map.insert("//".into(), Value::from(NOTE));
+        map.insert("topic".into(), Value::from(topic));
+        map.insert("object".into(), canonical_object(object).map_or(Value::Null, Value::from));
+        map.insert("claimedAt".into(), Value::from(time::format_iso((self.clock)())));
+        map.insert("gen".into(), Value::from(new_gen.as_str()));
+        map.insert("outcome".into(), Value::Null);
+        map.insert("lastSeenAt".into(), Value::Null);
+        self.write(name, &Lease::from_map(map))?;
+        Ok(new_gen)
+    }
+
+    fn write(&self, name: &SessionName, lease: &Lease) -> Result<(), LeaseError> {
+        let path = self.lease_path(name);
+        registry::write_atomic(&path, &lease.to_bytes()).map(drop).map_err(|e| LeaseError::io(&path, e))
+    }
+
+    /// True when there is no lease file to act on, checked before any lock or directory is touched: an
+    /// operation that finds nothing is linearised before any later create.
+    fn nothing_there(&self, name: &SessionName) -> bool {
+        matches!(std::fs::symlink_metadata(self.lease_path(name)), Err(e) if e.kind() == io::ErrorKind::NotFound)
+    }
+
+    /// Records the first outcome (LS-5.3).
+    pub fn mark_outcome(&self, name: &SessionName, outcome: &Outcome, expect: &Expect) -> Result<Changed, LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(Changed::Absent);
+        }
+        let _lock = self.lock()?;
+        self.mark_locked(name, outcome, expect).map(|(changed, _)| changed)
+    }
+
+    fn mark_locked(
+        &self,
+        name: &SessionName,
+        outcome: &Outcome,
+        expect: &Expect,
+    ) -> Result<(Changed, Option<Lease>), LeaseError> {
+        let mut lease = match self.find(name) {
+            Found::Absent => return Ok((Changed::Absent, None)),
+            Found::Unreadable => return Ok((Changed::Unreadable, None)),
+            Found::Present(lease) => lease,
+        };
+        if !expect.met_by(&lease) {
+            return Ok((Changed::Stale, None));
+        }
+        if lease.outcome_is_set() {
+            return Ok((Changed::AlreadySet, Some(lease)));
+        }
+        let now = time::format_iso((self.clock)());
+        lease.raw_mut().insert("outcome".into(), Value::from(outcome.to_string()));
+        lease.raw_mut().insert("endedAt".into(), Value::from(now));
+        self.write(name, &lease)?;
+        Ok((Changed::Written, Some(lease)))
+    }
+
+    /// The epilogue's crash report: mark `died:N` and log it, in one locked step (LS-5.4).
+    pub fn record_death(
+        &self,
+        name: &SessionName,
+        status: u32,
+        expect: &Expect,
+        log: Option<&HookLog>,
+    ) -> Result<Changed, LeaseError> {
+        if *expect == Expect::Nothing {
+            return Ok(Changed::Stale);
+        }
+        let log = log.filter(|_| name.is_hook());
+        if self.nothing_there(name) {
+            if let Some(log) = log {
+                drop(log.append_end(name, &EndHow::Died(status), None));
+            }
+            return Ok(Changed::Absent);
+        }
+        let _lock = self.lock()?;
+        let (changed, lease) = self.mark_locked(name, &Outcome::Died(status), expect)?;
+        let changed = match (changed, expect) {
+            (Changed::Unreadable, Expect::Gen(_)) => Changed::Unverifiable,
+            (Changed::Unreadable, Expect::NoLease | Expect::Nothing) => Changed::Stale,
+            (other, _) => other,
+        };
+        if let Some(log) = log.filter(|_| changed != Changed::Stale && changed != Changed::Unverifiable) {
+            drop(log.append_end(name, &EndHow::Died(status), lease.as_ref()));
+        }
+        Ok(changed)
+    }
+
+    /// Resolves a lease by deleting it, logging the end first (LS-5.5).
+    pub fn finish(
+        &self,
+        name: &SessionName,
+        how: &EndHow,
+        expect: &Expect,
+        log: Option<&HookLog>,
+    ) -> Result<Changed, LeaseError> {
+        if *expect == Expect::Nothing {
+            return Ok(Changed::Stale);
+        }
+        let log = log.filter(|_| name.is_hook());
+        if self.nothing_there(name) {
+            let logs_without_lease = !matches!(how, EndHow::Reaped | EndHow::Swept);
+            if let Some(log) = log.filter(|_| logs_without_lease) {
+                drop(log.append_end(name, how, None));
+            }
+            return Ok(Changed::NothingToClear);
+        }
+        let _lock = self.lock()?;
+        self.finish_locked(name, how, expect, log)
+    }
+
+    fn finish_locked(
+        &self,
+        name: &SessionName,
+        how: &EndHow,
+        expect: &Expect,
+        log: Option<&HookLog>,
+    ) -> Result<Changed, LeaseError> {
+        let lease = match (self.find(name), expect) {
+            (Found::Absent, _) => None,
+            (Found::Unreadable, Expect::Gen(_)) => return Ok(Changed::Unverifiable),
+            (Found::Unreadable, Expect::Any) => None,
+            (Found::Unreadable, _) => return Ok(Changed::Stale),
+            (Found::Present(lease), _) if !expect.met_by(&lease) => return Ok(Changed::Stale),
+            (Found::Present(lease), _) => Some(lease),
+        };
+        let present = !self.nothing_there(name);
+        if let Some(log) = log.filter(|_| present || !matches!(how, EndHow::Reaped | EndHow::Swept)) {
+            drop(log.append_end(name, how, lease.as_ref()));
+        }
+        match std::fs::remove_file(self.lease_path(name)) {
+            Ok(()) => Ok(Changed::Cleared),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Changed::NothingToClear),
+            Err(err) => Err(LeaseError::io(&self.lease_path(name), err)),
+        }
+    }
+
+    /// `finish` without a log record.
+    pub fn clear(&self, name: &SessionName, expect: &Expect) -> Result<Changed, LeaseError> {
+        self.finish(name, &EndHow::Rm, expect, None)
+    }
+
+    /// Records that the pane was seen alive, at most once a minute, never after an outcome (LS-5.6).
+    pub fn heartbeat(&self, name: &SessionName, expect: &Expect) -> Result<Changed, LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(Changed::Absent);
+        }
+        let _lock = self.lock()?;
+        let mut lease = match self.find(name) {
+            Found::Absent => return Ok(Changed::Absent),
+            Found::Unreadable => return Ok(Changed::Unreadable),
+            Found::Present(lease) if !expect.met_by(&lease) => return Ok(Changed::Stale),
+            Found::Present(lease) => lease,
+        };
+        if lease.outcome_is_set() {
+            return Ok(Changed::Frozen);
+        }
+        let now = (self.clock)();
+        let age = lease.last_seen_at().and_then(time::parse_iso).map(|seen| now - seen);
+        if age.is_some_and(|age| (0..HEARTBEAT_EVERY_SECS).contains(&age)) {
+            return Ok(Changed::Fresh);
+        }
+        lease.raw_mut().insert("lastSeenAt".into(), Value::from(time::format_iso(now)));
+        self.write(name, &lease)?;
+        Ok(Changed::Touched)
+    }
+
+    /// Deletes leases of names the registry no longer lists, once they are 30 s old (LS-5.7).
+    pub fn sweep(&self, listed: &ListedNames, log: Option<&HookLog>) -> SweepReport {
+        let mut report = SweepReport::default();
+        let now = (self.clock)();
+        let due: Vec<SessionName> = self
+            .candidate_files()
+            .into_iter()
+            .filter(|(name, path)| !listed.contains(name.as_str()) && old_enough(path, now))
+            .map(|(name, _)| name)
+            .collect();
+        if due.is_empty() {
+            return report;
+        }
+        let _lock = match self.lock() {
+            Ok(lock) => lock,
+            Err(err) => {
+                report.error = Some(err);
+                return report;
+            }
+        };
+        for name in due {
+            if !old_enough(&self.lease_path(&name), now) {
+                continue;
+            }
+            match self.finish_locked(&name, &EndHow::Swept, &Expect::Any, log) {
+                Ok(Changed::Cleared) => report.swept.push(name),
+                Ok(_) => {}
+                Err(err) => report.error = Some(err),
+            }
+        }
+        report
+    }
+
+    /// Removes `*.tmp-XXXXXXXX` leftovers of killed writers; takes the lock only when a listing finds one.
+    pub fn remove_temp_leftovers(&self) -> usize {
+        crate::remove_temps_under_lock(
+            || registry::atomic::temp_leftovers_in(&self.dir),
+            &self.lock_path(),
+            LEASE_LOCK_WAIT,
+        )
+    }
+}
+
+/// A regular file whose mtime is at least the grace in the past (a failed stat or a future mtime keeps it).
+fn old_enough(path: &Path, now: i64) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
+    if !meta.is_file() {
+        return false;
+    }
+    let Ok(mtime) = meta.modified() else { return false };
+    let mtime = match mtime.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(_) => return false,
+    };
+    now - mtime >= SWEEP_GRACE_SECS
+}

@@ -1,0 +1,211 @@
+//! The hook log: append-only JSON lines of hook sessions starting and ending, under its own lock, bounded.
+
+use std::fs::{File, OpenOptions, Permissions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use registry::{FileLock, SessionName, paths::lock_path_of, time};
+use serde_json::{Map, Value};
+
+use crate::model::{EndHow, Lease};
+
+/// Lock bound of the hook log (OV-5.5).
+pub const HOOK_LOG_LOCK_WAIT: Duration = Duration::from_secs(2);
+/// Past this many lines an append trims the file…
+pub const TRIM_ABOVE_LINES: usize = 400;
+/// …to its newest this many lines.
+pub const KEEP_LINES: usize = 200;
+
+/// A `spawn` record, written only by webhook-spawn (LS-8.2).
+#[derive(Debug, Clone)]
+pub struct SpawnRecord<'a> {
+    pub name: &'a SessionName,
+    pub topic: &'a str,
+    pub event: &'a str,
+    pub object: Option<&'a str>,
+    pub count: Option<u64>,
+}
+
+/// The result of one append; never a reason to change an exit code.
+#[derive(Debug)]
+pub enum Appended {
+    Written,
+    WrittenAndTrimmed,
+    /// The lock was busy or could not be opened: the line was not written (never unlocked).
+    Skipped,
+    Failed(io::Error),
+}
+
+/// One line of the log as a reader sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LogLine {
+    Parsed(Value),
+    Raw(String),
+}
+
+/// `hook-sessions.jsonl` with its `.lock` sidecar; never creates a directory.
+#[derive(Debug, Clone)]
+pub struct HookLog {
+    path: PathBuf,
+    clock: fn() -> i64,
+}
+
+impl HookLog {
+    pub fn new(path: PathBuf) -> Self {
+        Self { path, clock: time::now_epoch }
+    }
+
+    /// Replaces the clock (tests).
+    pub fn with_clock(mut self, clock: fn() -> i64) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn append_spawn(&self, record: &SpawnRecord<'_>) -> Appended {
+        let mut line = Map::new();
+        line.insert("at".into(), Value::from(time::format_iso((self.clock)())));
+        line.insert("what".into(), Value::from("spawn"));
+        line.insert("name".into(), Value::from(record.name.as_str()));
+        line.insert("topic".into(), Value::from(record.topic));
+        line.insert("event".into(), Value::from(record.event));
+        line.insert("object".into(), canonical_object(record.object).map_or(Value::Null, Value::from));
+        line.insert("count".into(), record.count.map_or(Value::Null, Value::from));
+        self.append(&line)
+    }
+
+    /// An `end` record; `lease` is the lease as read just before it was deleted or marked (LS-8.3).
+    pub fn append_end(&self, name: &SessionName, how: &EndHow, lease: Option<&Lease>) -> Appended {
+        self.append(&self.end_record(name, how, lease))
+    }
+
+    pub(crate) fn end_record(&self, name: &SessionName, how: &EndHow, lease: Option<&Lease>) -> Map<String, Value> {
+        let now = (self.clock)();
+        let life = lease
+            .and_then(Lease::claimed_at)
+            .and_then(time::parse_iso)
+            .map(|claimed| now - claimed)
+            .filter(|secs| *secs >= 0);
+        let mut line = Map::new();
+        line.insert("at".into(), Value::from(time::format_iso(now)));
+        line.insert("what".into(), Value::from("end"));
+        line.insert("name".into(), Value::from(name.as_str()));
+        line.insert("how".into(), Value::from(how.to_string()));
+        line.insert("lifeSeconds".into(), life.map_or(Value::Null, Value::from));
+        line.insert("outcome".into(), lease.and_then(Lease::outcome_text).map_or(Value::Null, Value::from));
+        line
+    }
+
+    /// One locked step: newline repair, one write, mode fix, trim (LS-8.5).
+    pub(crate) fn append(&self, record: &Map<String, Value>) -> Appended {
+        let Ok(_lock) = FileLock::acquire(&lock_path_of(&self.path), HOOK_LOG_LOCK_WAIT, false) else {
+            return Appended::Skipped;
+        };
+        match self.append_locked(record) {
+            Ok(trimmed) if trimmed => Appended::WrittenAndTrimmed,
+            Ok(_) => Appended::Written,
+            Err(err) => Appended::Failed(err),
+        }
+    }
+
+    fn append_locked(&self, record: &Map<String, Value>) -> io::Result<bool> {
+        let mut file = OpenOptions::new().read(true).append(true).create(true).mode(0o600).open(&self.path)?;
+        let mut existing = Vec::new();
+        file.read_to_end(&mut existing)?;
+        let mut line = Vec::with_capacity(256);
+        if existing.last().is_some_and(|b| *b != b'\n') {
+            line.push(b'\n');
+        }
+        serde_json::to_writer(&mut line, record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        file.write_all(&line)?;
+        fix_mode(&file)?;
+        existing.extend_from_slice(&line);
+        let lines = existing.iter().filter(|b| **b == b'\n').count();
+        if lines <= TRIM_ABOVE_LINES {
+            return Ok(false);
+        }
+        registry::write_atomic(&self.path, newest_lines(&existing, KEEP_LINES))?;
+        Ok(true)
+    }
+
+    /// The newest `n` lines, oldest first, without a lock; unparseable lines come back raw (LS-8.7).
+    pub fn tail(&self, n: usize) -> io::Result<Vec<LogLine>> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(err) => return Err(err),
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let start = lines.len().saturating_sub(n);
+        Ok(lines[start..].iter().map(|l| parse_line(l)).collect())
+    }
+
+    /// Removes `hook-sessions.jsonl.tmp-XXXXXXXX` leftovers; takes the lock only when a listing finds one.
+    pub fn remove_temp_leftovers(&self) -> usize {
+        crate::remove_temps_under_lock(
+            || registry::atomic::temp_leftovers_of(&self.path),
+            &lock_path_of(&self.path),
+            HOOK_LOG_LOCK_WAIT,
+        )
+    }
+}
+
+fn parse_line(line: &str) -> LogLine {
+    match serde_json::from_str::<Value>(line) {
+        Ok(value @ Value::Object(_)) => LogLine::Parsed(value),
+        _ => LogLine::Raw(line.to_owned()),
+    }
+}
+
+fn fix_mode(file: &File) -> io::Result<()> {
+    let mode = file.metadata()?.permissions().mode() & 0o7777;
+    if mode != 0o600 { file.set_permissions(Permissions::from_mode(0o600)) } else { Ok(()) }
+}
+
+fn newest_lines(bytes: &[u8], keep: usize) -> &[u8] {
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let start = body.iter().enumerate().rev().filter(|(_, b)| **b == b'\n').nth(keep - 1).map_or(0, |(i, _)| i + 1);
+    &bytes[start..]
+}
+
+/// Digits only, else null (LS-8.2 and the lease's `object`).
+pub(crate) fn canonical_object(object: Option<&str>) -> Option<&str> {
+    object.filter(|o| !o.is_empty() && o.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// `count` as a JSON integer when the text is ASCII digits within u64, else none.
+pub fn parse_count(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_lines_keeps_the_tail() {
+        assert_eq!(newest_lines(b"a\nb\nc\n", 2), b"b\nc\n");
+        assert_eq!(newest_lines(b"a\nb\n", 5), b"a\nb\n");
+    }
+
+    #[test]
+    fn count_and_object_rules() {
+        assert_eq!(parse_count("3"), Some(3));
+        assert_eq!(parse_count("x"), None);
+        assert_eq!(parse_count(""), None);
+        assert_eq!(parse_count("99999999999999999999"), None);
+        assert_eq!(canonical_object(Some("")), None);
+        assert_eq!(canonical_object(Some("n/a")), None);
+        assert_eq!(canonical_object(Some("4242")), Some("4242"));
+    }
+}
