@@ -1,0 +1,168 @@
+//! ci step 1, setup: make sure the tools the later steps need are present, installing them with apt-get only
+//! when running as root (CI-2.2). why: a fresh CI machine runs as root without tmux; a developer's machine
+//! is not changed behind their back, and ci never calls sudo.
+
+use std::env;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use super::{Failed, StepResult, nix};
+use crate::{exit, run};
+
+/// A tool that setup ensures, and how to talk about it.
+#[derive(Debug)]
+struct Tool {
+    program: &'static str,
+    version_arg: &'static str,
+    /// The Debian package that provides it.
+    package: &'static str,
+    /// Who needs it, for the "is required by" line.
+    needed_by: &'static str,
+}
+
+const TMUX: Tool = Tool { program: "tmux", version_arg: "-V", package: "tmux", needed_by: "the workspace tests" };
+
+const NIX_INSTANTIATE: Tool =
+    Tool { program: "nix-instantiate", version_arg: "--version", package: "nix-bin", needed_by: "the nix-parse step" };
+
+/// Runs the setup step: tmux always, nix-instantiate only when there is something to parse.
+pub fn run() -> StepResult {
+    let mut apt = Apt::detect();
+    let mut ok = ensure(&TMUX, &mut apt);
+    if nix::needed() {
+        ok &= ensure(&NIX_INSTANTIATE, &mut apt);
+    } else {
+        println!("nix-instantiate: not needed; the repository has no .nix files yet");
+    }
+    if ok { Ok(()) } else { Err(Failed(exit::SETUP.into())) }
+}
+
+/// Prints the tool's version, installing it first when it is missing and installing is allowed. On failure
+/// prints the one-line instruction of CI-2.2 and returns false.
+fn ensure(tool: &Tool, apt: &mut Apt) -> bool {
+    if let Some(version) = version(tool) {
+        println!("{version}");
+        return true;
+    }
+    if apt.allowed {
+        apt.install(tool.package);
+        if let Some(version) = version(tool) {
+            println!("{version}");
+            return true;
+        }
+    }
+    eprintln!("{}", missing_message(tool));
+    false
+}
+
+/// The tool's version line, when `<program> <version_arg>` runs and exits 0 (how CI-2.2 defines present).
+fn version(tool: &Tool) -> Option<String> {
+    let mut cmd = run::command(tool.program);
+    cmd.arg(tool.version_arg);
+    match run::output(&mut cmd) {
+        Ok(out) if out.status.success() => Some(String::from_utf8_lossy(&out.stdout).trim().to_string()),
+        Ok(out) => {
+            println!("{}: `{} {}` exited with {}", tool.program, tool.program, tool.version_arg, out.status);
+            None
+        }
+        Err(err) => {
+            println!("{}: not available ({err})", tool.program);
+            None
+        }
+    }
+}
+
+fn missing_message(tool: &Tool) -> String {
+    format!(
+        "ci: {} is required by {} and is not installed; install it (Debian: sudo apt-get install {}) and run again",
+        tool.program, tool.needed_by, tool.package
+    )
+}
+
+/// Installing through apt-get: allowed only as root with apt-get on PATH; the index is refreshed at most once
+/// per ci run.
+#[derive(Debug)]
+struct Apt {
+    allowed: bool,
+    updated: bool,
+}
+
+impl Apt {
+    fn detect() -> Self {
+        let is_root = fs::read_to_string("/proc/self/status").ok().and_then(|s| effective_uid(&s)) == Some(0);
+        let has_apt = env::var_os("PATH").is_some_and(|path| in_path(&path, "apt-get"));
+        Apt { allowed: is_root && has_apt, updated: false }
+    }
+
+    /// Best effort: a failed update or install shows in apt's own output, and the caller checks the tool again.
+    fn install(&mut self, package: &str) {
+        if !self.updated {
+            self.updated = true;
+            let mut cmd = run::command("apt-get");
+            cmd.arg("update");
+            report(run::status(&mut cmd), "apt-get update");
+        }
+        let mut cmd = run::command("apt-get");
+        cmd.env("DEBIAN_FRONTEND", "noninteractive").args(["install", "-y", "--no-install-recommends", package]);
+        report(run::status(&mut cmd), "apt-get install");
+    }
+}
+
+fn report(result: std::io::Result<std::process::ExitStatus>, what: &str) {
+    match result {
+        Ok(status) if status.success() => {}
+        Ok(status) => eprintln!("ci: {what} failed ({status})"),
+        Err(err) => eprintln!("ci: cannot run {what}: {err}"),
+    }
+}
+
+/// The effective uid from the text of `/proc/self/status` (line `Uid: real effective saved fs`). Read from
+/// /proc rather than through libc so that xtask needs no extra dependency; unreadable means "not root".
+fn effective_uid(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|line| line.strip_prefix("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether an executable file `name` exists in one of the directories of a `PATH` value.
+fn in_path(path: &OsStr, name: &str) -> bool {
+    env::split_paths(path).any(|dir| is_executable(&dir.join(name)))
+}
+
+fn is_executable(file: &Path) -> bool {
+    fs::metadata(file).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effective_uid_is_the_second_uid_field() {
+        let status = "Name:\tcat\nUmask:\t0022\nUid:\t1000\t0\t0\t0\nGid:\t1000\t1000\t1000\t1000\n";
+        assert_eq!(effective_uid(status), Some(0));
+        assert_eq!(effective_uid("Uid:\t1000\t1001\t1000\t1000\n"), Some(1001));
+        assert_eq!(effective_uid("Name:\tcat\n"), None);
+        assert_eq!(effective_uid("Uid:\t1000\n"), None);
+    }
+
+    #[test]
+    fn missing_messages_match_ci_2_2() {
+        assert_eq!(
+            missing_message(&TMUX),
+            "ci: tmux is required by the workspace tests and is not installed; install it (Debian: sudo apt-get install tmux) and run again"
+        );
+        assert_eq!(
+            missing_message(&NIX_INSTANTIATE),
+            "ci: nix-instantiate is required by the nix-parse step and is not installed; install it (Debian: sudo apt-get install nix-bin) and run again"
+        );
+    }
+
+    #[test]
+    fn finds_executables_on_path() {
+        assert!(in_path(OsStr::new("/nonexistent:/bin:/usr/bin"), "sh"));
+        assert!(!in_path(OsStr::new("/nonexistent"), "sh"));
+        assert!(!in_path(OsStr::new(""), "sh"));
+    }
+}

@@ -1,0 +1,112 @@
+//! Echo-and-run: every subprocess is printed as `$ <argv>` before it starts and runs in the workspace root
+//! (XT-1.4), so a reader of a CI log can repeat any step by copy and paste.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Output};
+
+/// The workspace root: the parent of xtask's manifest directory, fixed at compile time so that the caller's
+/// current directory never matters.
+pub fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // An absolute manifest dir always has a parent; the fallback only keeps the function total.
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// A `Command` for `program` that will run in the workspace root.
+pub fn command(program: &str) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(workspace_root());
+    cmd
+}
+
+/// Echoes `cmd`, then runs it with inherited stdio and waits for it.
+pub fn status(cmd: &mut Command) -> io::Result<ExitStatus> {
+    println!("{}", echo_line(cmd));
+    cmd.status()
+}
+
+/// Echoes `cmd`, then runs it and captures whichever of stdout and stderr was not configured otherwise.
+pub fn output(cmd: &mut Command) -> io::Result<Output> {
+    println!("{}", echo_line(cmd));
+    cmd.output()
+}
+
+/// The number a shell would report as `$?`: the exit code, or 128 + the signal that ended the process.
+pub fn exit_number(status: ExitStatus) -> i32 {
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// The number a shell reports when a program cannot be started: 127 when it is not found, else 126.
+pub fn spawn_error_number(err: &io::Error) -> i32 {
+    if err.kind() == io::ErrorKind::NotFound { 127 } else { 126 }
+}
+
+/// `$ ` followed by the variables set on `cmd` (as `KEY=value`), the program and its arguments, each word
+/// shell-quoted. Removed variables are not shown: xtask does not remove any.
+pub fn echo_line(cmd: &Command) -> String {
+    let envs = cmd.get_envs().filter_map(|(key, value)| value.map(|v| env_word(key, v)));
+    let argv = std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|w| shell_quote(&w.to_string_lossy()));
+    let words: Vec<String> = envs.chain(argv).collect();
+    format!("$ {}", words.join(" "))
+}
+
+fn env_word(key: &OsStr, value: &OsStr) -> String {
+    // The key is a plain identifier in practice; quoting only the value keeps `KEY=value` an assignment.
+    format!("{}={}", key.to_string_lossy(), shell_quote(&value.to_string_lossy()))
+}
+
+/// Quotes `word` for a POSIX shell: unchanged when it holds only characters no shell treats specially,
+/// otherwise wrapped in single quotes with each `'` written as `'\''`.
+pub fn shell_quote(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(is_shell_safe) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+fn is_shell_safe(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_words_stay_unquoted() {
+        assert_eq!(shell_quote("cargo"), "cargo");
+        assert_eq!(shell_quote("--all-targets"), "--all-targets");
+        assert_eq!(shell_quote("nix/package.nix"), "nix/package.nix");
+        assert_eq!(shell_quote("-D"), "-D");
+    }
+
+    #[test]
+    fn special_words_are_single_quoted() {
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("*.nix"), "'*.nix'");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("$HOME"), "'$HOME'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote("~"), "'~'");
+    }
+
+    #[test]
+    fn echo_line_shows_env_program_and_quoted_args() {
+        let mut cmd = Command::new("git");
+        cmd.args(["ls-files", "-z", "--", "*.nix"]);
+        assert_eq!(echo_line(&cmd), "$ git ls-files -z -- '*.nix'");
+
+        let mut cmd = Command::new("apt-get");
+        cmd.env("DEBIAN_FRONTEND", "noninteractive").args(["install", "-y", "tmux"]);
+        assert_eq!(echo_line(&cmd), "$ DEBIAN_FRONTEND=noninteractive apt-get install -y tmux");
+    }
+
+    #[test]
+    fn workspace_root_holds_the_workspace_manifest() {
+        assert!(workspace_root().join("Cargo.toml").is_file());
+        assert!(workspace_root().join("xtask").is_dir());
+    }
+}
