@@ -1,0 +1,3 @@
+//! The one end-to-end test binary (80-acceptance I1): a module per scenario group, plus the tidy checks.
+
+mod tidy;

@@ -1,0 +1,80 @@
+//! Tidy checks that run under plain `cargo test`: rules about the source tree that no compiler enforces.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Every `.rs` file of the workspace outside `target/`, `.git/` and `fuzz/` build output.
+fn rust_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let name = entry.file_name();
+            if matches!(name.to_str(), Some("target" | ".git" | "golden")) {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&workspace_root(), &mut files);
+    files.sort();
+    files
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(workspace_root()).unwrap().display().to_string()
+}
+
+#[test]
+fn every_rust_file_starts_with_a_module_doc_line() {
+    let offenders: Vec<String> = rust_files()
+        .into_iter()
+        .filter(|p| !fs::read_to_string(p).unwrap().starts_with("//!"))
+        .map(|p| relative(&p))
+        .collect();
+    assert!(offenders.is_empty(), "files without a leading //! line saying what they are for: {offenders:#?}");
+}
+
+/// True when a line starts a process from a string literal naming tmux (`Command::new("tmux")`,
+/// `Command::new("/usr/bin/tmux")`).
+fn starts_tmux_from_a_literal(line: &str) -> bool {
+    if line.trim_start().starts_with("//") {
+        return false;
+    }
+    line.match_indices("Command::new(\"").any(|(at, pattern)| {
+        let literal = &line[at + pattern.len()..];
+        let end = literal.find('"').unwrap_or(literal.len());
+        literal[..end].rsplit('/').next() == Some("tmux")
+    })
+}
+
+#[test]
+fn only_the_tmux_crate_runs_tmux() {
+    let tmux_crate = workspace_root().join("crates/tmux");
+    let offenders: Vec<String> = rust_files()
+        .into_iter()
+        .filter(|p| !p.starts_with(&tmux_crate))
+        .filter(|p| fs::read_to_string(p).unwrap().lines().any(starts_tmux_from_a_literal))
+        .map(|p| relative(&p))
+        .collect();
+    assert!(offenders.is_empty(), "only crates/tmux may start tmux (80 I7): {offenders:#?}");
+}
+
+#[test]
+fn the_tmux_literal_detector_works() {
+    // Split literals, so this file does not trip its own check.
+    assert!(starts_tmux_from_a_literal(concat!("let c = Command::new(", r#""tmux");"#)));
+    assert!(starts_tmux_from_a_literal(concat!("std::process::Command::new(", r#""/usr/bin/tmux").arg("ls")"#)));
+    assert!(!starts_tmux_from_a_literal(r#"Command::new("tmuxinator")"#));
+    assert!(!starts_tmux_from_a_literal(r#"Command::new(&config.bin)"#));
+}
