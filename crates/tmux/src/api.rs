@@ -1,0 +1,87 @@
+//! The calls programs make to tmux (TMX-4), behind a trait so reconcile logic can run against a fake.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use registry::SessionName;
+
+use crate::error::TmuxError;
+
+/// One session to start: `new-session -d -s NAME -c CWD [-e K=V]… ARGV…`.
+///
+/// tmux execs an ARGV of two or more words directly; a single word goes through the user's
+/// `default-shell -c`, so callers pass at least two (`/bin/sh <launch file>`). An empty ARGV starts
+/// the default shell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSession {
+    pub name: SessionName,
+    /// The pane's working directory, taken literally (its `#` are escaped).
+    pub cwd: PathBuf,
+    /// Pane environment, passed verbatim as `-e KEY=VALUE`; keys must not contain `=`.
+    pub env: Vec<(String, String)>,
+    pub argv: Vec<OsString>,
+}
+
+/// What `kill_session` achieved (50-session-cli §3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Killed {
+    /// tmux killed the session.
+    Yes,
+    /// The session (or the whole server) was not there.
+    AlreadyGone,
+}
+
+/// Every tmux call the programs make. Object-safe: callers take `&dyn TmuxApi`.
+pub trait TmuxApi {
+    /// Starts the server if needed, sets `exit-empty off`, and lists sessions, in one client (SUP-4.1).
+    fn ensure_server_and_list(&self) -> Result<Vec<String>, TmuxError>;
+
+    /// The live set in tmux order; no server means nothing is live (`Ok(vec![])`).
+    fn list_sessions(&self) -> Result<Vec<String>, TmuxError>;
+
+    /// Whether the exact session exists; no server means `Ok(false)`.
+    fn has_session(&self, name: &SessionName) -> Result<bool, TmuxError>;
+
+    /// Starts a detached session; `DuplicateSession` when the name is taken.
+    fn new_session(&self, request: &NewSession) -> Result<(), TmuxError>;
+
+    /// Kills the exact session; a session or server that is not there is `AlreadyGone`.
+    fn kill_session(&self, name: &SessionName) -> Result<Killed, TmuxError>;
+
+    /// Expands `format` for the session's current pane; `NoSuchSession` when it does not exist.
+    fn display(&self, name: &SessionName, format: &str) -> Result<String, TmuxError>;
+
+    /// The session of `pane`, or of the caller's `$TMUX` when `None` (`peers` self-exclusion only:
+    /// the one call that keeps `TMUX` and `TMUX_PANE` in the child's environment).
+    fn current_session(&self, pane: Option<&str>) -> Result<String, TmuxError>;
+
+    /// `set-option -g KEY VALUE`.
+    fn set_global_option(&self, key: &str, value: &str) -> Result<(), TmuxError>;
+
+    /// The value of a global option; `None` when it is unset.
+    fn show_global_option(&self, key: &str) -> Result<Option<String>, TmuxError>;
+
+    /// `(major, minor)` of `tmux -V`; `None` when the output cannot be parsed.
+    fn version(&self) -> Result<Option<(u32, u32)>, TmuxError>;
+
+    /// Kills the server; no server is success (tests and the demo only).
+    fn kill_server(&self) -> Result<(), TmuxError>;
+
+    /// The server socket, `<socket dir>/tmux-<uid>/<socket>`, for comparing with the socket in `$TMUX`.
+    fn socket_path(&self) -> PathBuf;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Tmux, TmuxConfig};
+
+    #[test]
+    fn callers_can_hold_the_trait_as_an_object() {
+        let tmux = Tmux::new(TmuxConfig::new("/nonexistent/tmux", "abt", "/nonexistent-dir"));
+        let api: &dyn TmuxApi = &tmux;
+        assert_eq!(api.list_sessions(), Err(TmuxError::SocketDirMissing("/nonexistent-dir".into())));
+        let boxed: Box<dyn TmuxApi> = Box::new(tmux);
+        assert!(boxed.socket_path().ends_with("abt"));
+    }
+}

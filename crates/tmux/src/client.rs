@@ -1,0 +1,182 @@
+//! The real [`TmuxApi`]: runs the tmux binary on the box's socket.
+
+use std::ffi::OsString;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use registry::SessionName;
+
+use crate::api::{Killed, NewSession, TmuxApi};
+use crate::commands;
+use crate::config::TmuxConfig;
+use crate::env::{CallerPane, ParentEnv, child_env};
+use crate::error::TmuxError;
+use crate::run::{Finished, RunError, run};
+use crate::version::parse_version;
+
+/// Talks to the tmux server described by a [`TmuxConfig`].
+#[derive(Debug, Clone)]
+pub struct Tmux {
+    config: TmuxConfig,
+    parent_env: ParentEnv,
+}
+
+/// The answer of a client that exited 0.
+#[derive(Debug)]
+struct Answer {
+    stdout: String,
+}
+
+impl Answer {
+    /// Output split on `\n`, empty lines dropped (TMX-2).
+    fn lines(&self) -> Vec<String> {
+        self.stdout.split('\n').filter(|line| !line.is_empty()).map(str::to_owned).collect()
+    }
+}
+
+impl Tmux {
+    /// Children inherit the process environment (minus TMX-3's names) at each call.
+    pub fn new(config: TmuxConfig) -> Self {
+        Self { config, parent_env: ParentEnv::Inherit }
+    }
+
+    /// Children get `vars` (minus TMX-3's names) instead of the process environment, so tests control
+    /// what reaches tmux without touching the process-wide environment.
+    pub fn with_parent_env(mut self, vars: Vec<(OsString, OsString)>) -> Self {
+        self.parent_env = ParentEnv::Fixed(vars);
+        self
+    }
+
+    pub fn config(&self) -> &TmuxConfig {
+        &self.config
+    }
+
+    /// Runs a client on the socket; refuses before spawning when the socket directory is missing, because
+    /// tmux would silently fall back to `/tmp` and split the box across two servers.
+    fn on_socket(&self, command: Vec<OsString>, caller_pane: CallerPane) -> Result<Answer, TmuxError> {
+        if !self.config.socket_dir.is_dir() {
+            return Err(TmuxError::SocketDirMissing(self.config.socket_dir.clone()));
+        }
+        self.execute(commands::client_args(&self.config, command), caller_pane)
+    }
+
+    fn execute(&self, args: Vec<OsString>, caller_pane: CallerPane) -> Result<Answer, TmuxError> {
+        let mut command = Command::new(&self.config.bin);
+        command.args(args).env_clear().envs(child_env(self.parent_env.vars(), &self.config.socket_dir, caller_pane));
+        match run(command, self.config.timeout) {
+            Ok(finished) => answer(finished),
+            Err(RunError::NotStarted) => Err(TmuxError::NotInstalled),
+            Err(RunError::TimedOut) => Err(TmuxError::Timeout),
+            Err(RunError::Io(err)) => {
+                Err(TmuxError::Failed { status: None, stderr: format!("could not read tmux's output: {err}") })
+            }
+        }
+    }
+}
+
+/// Probes the socket until nothing listens. No event announces another process's exit without a pidfd
+/// (which needs unsafe code here), so this retries a plain connect, bounded by the deadline.
+fn wait_until_refused(socket: &Path, deadline: Instant) -> Result<(), TmuxError> {
+    const PROBE_INTERVAL: Duration = Duration::from_millis(5);
+    while UnixStream::connect(socket).is_ok() {
+        if Instant::now() >= deadline {
+            return Err(TmuxError::Timeout);
+        }
+        thread::sleep(PROBE_INTERVAL);
+    }
+    Ok(())
+}
+
+fn answer(finished: Finished) -> Result<Answer, TmuxError> {
+    if finished.status.success() {
+        return Ok(Answer { stdout: String::from_utf8_lossy(&finished.stdout).into_owned() });
+    }
+    Err(TmuxError::from_failure(finished.status.code(), &String::from_utf8_lossy(&finished.stderr)))
+}
+
+impl TmuxApi for Tmux {
+    fn ensure_server_and_list(&self) -> Result<Vec<String>, TmuxError> {
+        Ok(self.on_socket(commands::ensure_server_and_list(), CallerPane::Strip)?.lines())
+    }
+
+    fn list_sessions(&self) -> Result<Vec<String>, TmuxError> {
+        match self.on_socket(commands::list_sessions(), CallerPane::Strip) {
+            Ok(answer) => Ok(answer.lines()),
+            Err(TmuxError::NoServer) => Ok(Vec::new()),
+            Err(err) => Err(err),
+        }
+    }
+
+    fn has_session(&self, name: &SessionName) -> Result<bool, TmuxError> {
+        match self.on_socket(commands::has_session(name), CallerPane::Strip) {
+            Ok(_) => Ok(true),
+            Err(TmuxError::NoSuchSession | TmuxError::NoServer) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
+    fn new_session(&self, request: &NewSession) -> Result<(), TmuxError> {
+        self.on_socket(commands::new_session(request), CallerPane::Strip).map(drop)
+    }
+
+    /// A kill that failed for another reason is still "already gone" when has-session then says the
+    /// session is not there (50-session-cli §3.6); otherwise the kill's own error stands.
+    fn kill_session(&self, name: &SessionName) -> Result<Killed, TmuxError> {
+        match self.on_socket(commands::kill_session(name), CallerPane::Strip) {
+            Ok(_) => Ok(Killed::Yes),
+            Err(TmuxError::NoSuchSession | TmuxError::NoServer) => Ok(Killed::AlreadyGone),
+            Err(failed @ TmuxError::Failed { .. }) => match self.has_session(name) {
+                Ok(false) => Ok(Killed::AlreadyGone),
+                _ => Err(failed),
+            },
+            Err(err) => Err(err),
+        }
+    }
+
+    fn display(&self, name: &SessionName, format: &str) -> Result<String, TmuxError> {
+        Ok(self.on_socket(commands::display(name, format), CallerPane::Strip)?.lines().join("\n"))
+    }
+
+    /// Without a pane and without `$TMUX` the caller is not inside tmux, and tmux would name the most
+    /// recent session instead (50-session-cli §5.2), so it is not asked. An unknown pane makes
+    /// display-message answer an empty line with exit 0 (measured on 3.3a); both are "no such session".
+    fn current_session(&self, pane: Option<&str>) -> Result<String, TmuxError> {
+        if pane.is_none() && !self.parent_env.has_non_empty("TMUX") {
+            return Err(TmuxError::NoSuchSession);
+        }
+        let answer = self.on_socket(commands::current_session(pane), CallerPane::Keep)?;
+        answer.lines().into_iter().next().ok_or(TmuxError::NoSuchSession)
+    }
+
+    fn set_global_option(&self, key: &str, value: &str) -> Result<(), TmuxError> {
+        self.on_socket(commands::set_global_option(key, value), CallerPane::Strip).map(drop)
+    }
+
+    fn show_global_option(&self, key: &str) -> Result<Option<String>, TmuxError> {
+        Ok(self.on_socket(commands::show_global_option(key), CallerPane::Strip)?.lines().into_iter().next())
+    }
+
+    /// `-V` touches no socket, so it runs even when the socket directory is missing.
+    fn version(&self) -> Result<Option<(u32, u32)>, TmuxError> {
+        Ok(parse_version(&self.execute(commands::version(), CallerPane::Strip)?.stdout))
+    }
+
+    /// Returns once the socket refuses connections: the server exits only after the kill-server client
+    /// has gone, and a client connecting in between fails with `server exited unexpectedly` (measured on
+    /// 3.3a), which callers must not have to tell apart from real trouble.
+    fn kill_server(&self) -> Result<(), TmuxError> {
+        let deadline = Instant::now() + self.config.timeout;
+        match self.on_socket(commands::kill_server(), CallerPane::Strip) {
+            Ok(_) => wait_until_refused(&self.config.socket_path(), deadline),
+            Err(TmuxError::NoServer) => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
+    fn socket_path(&self) -> PathBuf {
+        self.config.socket_path()
+    }
+}

@@ -1,0 +1,211 @@
+//! The argv of every tmux call, as pure functions, so the exact words can be checked without running tmux.
+
+use std::ffi::{OsStr, OsString};
+
+use registry::SessionName;
+
+use crate::api::NewSession;
+use crate::config::TmuxConfig;
+use crate::escape::{escape_format, exact_session, exact_session_pane};
+
+/// The format every listing asks for; it is ours, not data, so it is not escaped.
+pub(crate) const SESSION_NAME_FORMAT: &str = "#{session_name}";
+
+/// tmux runs the commands of one client in order and skips the rest after a failing one.
+const SEPARATOR: &str = ";";
+
+/// `[-f conf] -L socket COMMAND…`: the arguments after the program name.
+pub(crate) fn client_args(config: &TmuxConfig, command: Vec<OsString>) -> Vec<OsString> {
+    let mut args = Vec::with_capacity(command.len() + 4);
+    if let Some(conf) = &config.conf {
+        args.push("-f".into());
+        args.push(conf.as_os_str().to_owned());
+    }
+    args.push("-L".into());
+    args.push(config.socket.clone().into());
+    args.extend(command);
+    args
+}
+
+fn words(words: &[&str]) -> Vec<OsString> {
+    words.iter().map(OsString::from).collect()
+}
+
+/// One process that starts the server, keeps it up with zero sessions, and lists (SUP-4.1).
+pub(crate) fn ensure_server_and_list() -> Vec<OsString> {
+    let mut command = words(&["start-server", SEPARATOR, "set-option", "-g", "exit-empty", "off", SEPARATOR]);
+    command.extend(list_sessions());
+    command
+}
+
+pub(crate) fn list_sessions() -> Vec<OsString> {
+    words(&["list-sessions", "-F", SESSION_NAME_FORMAT])
+}
+
+pub(crate) fn has_session(name: &SessionName) -> Vec<OsString> {
+    vec!["has-session".into(), "-t".into(), exact_session(name)]
+}
+
+pub(crate) fn kill_session(name: &SessionName) -> Vec<OsString> {
+    vec!["kill-session".into(), "-t".into(), exact_session(name)]
+}
+
+/// `new-session -d -s NAME -c CWD [-e K=V]… [-- ARGV…]`. The name and directory are format positions
+/// (3.3a expands both, measured); `-e` values and ARGV are not, so they pass verbatim.
+pub(crate) fn new_session(request: &NewSession) -> Vec<OsString> {
+    let mut command: Vec<OsString> = vec![
+        "new-session".into(),
+        "-d".into(),
+        "-s".into(),
+        escape_format(OsStr::new(request.name.as_str())),
+        "-c".into(),
+        escape_format(request.cwd.as_os_str()),
+    ];
+    for (key, value) in &request.env {
+        command.push("-e".into());
+        command.push(format!("{key}={value}").into());
+    }
+    if !request.argv.is_empty() {
+        // An ARGV word starting with `-` must not be read as another flag.
+        command.push("--".into());
+        command.extend(request.argv.iter().cloned());
+    }
+    command
+}
+
+/// display-message fails silently on a missing target (it prints an empty line and exits 0, measured on
+/// 3.3a), so `has-session` runs first in the same client: a missing session then stops the queue with
+/// `can't find session`.
+pub(crate) fn display(name: &SessionName, format: &str) -> Vec<OsString> {
+    let mut command = has_session(name);
+    command.push(SEPARATOR.into());
+    command.extend(["display-message".into(), "-p".into(), "-t".into(), exact_session_pane(name), format.into()]);
+    command
+}
+
+/// Without a pane, tmux answers for the session in `$TMUX`; the pane id is data, so it is escaped.
+pub(crate) fn current_session(pane: Option<&str>) -> Vec<OsString> {
+    let mut command = words(&["display-message", "-p"]);
+    if let Some(pane) = pane {
+        command.push("-t".into());
+        command.push(escape_format(OsStr::new(pane)));
+    }
+    command.push(SESSION_NAME_FORMAT.into());
+    command
+}
+
+pub(crate) fn set_global_option(key: &str, value: &str) -> Vec<OsString> {
+    words(&["set-option", "-g", "--", key, value])
+}
+
+/// `-q` makes an unset user option an empty answer instead of an error.
+pub(crate) fn show_global_option(key: &str) -> Vec<OsString> {
+    words(&["show-options", "-gqv", "--", key])
+}
+
+pub(crate) fn kill_server() -> Vec<OsString> {
+    words(&["kill-server"])
+}
+
+/// `-V` needs no socket, so it goes without `-L` and `-f`.
+pub(crate) fn version() -> Vec<OsString> {
+    words(&["-V"])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn name(text: &str) -> SessionName {
+        SessionName::parse(text).unwrap()
+    }
+
+    fn strings(args: &[OsString]) -> Vec<&str> {
+        args.iter().map(|a| a.to_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn client_args_put_conf_and_socket_first() {
+        let config = TmuxConfig::new("/usr/bin/tmux", "abt-1-1", "/tmp/abt-1-1").with_conf("/dev/null");
+        let args = client_args(&config, list_sessions());
+        assert_eq!(strings(&args), ["-f", "/dev/null", "-L", "abt-1-1", "list-sessions", "-F", "#{session_name}"]);
+        let bare = TmuxConfig::new("/usr/bin/tmux", "agent-box", "/run/agent-box-u");
+        assert_eq!(strings(&client_args(&bare, kill_server())), ["-L", "agent-box", "kill-server"]);
+    }
+
+    #[test]
+    fn ensure_server_is_one_client_with_standalone_separators() {
+        assert_eq!(
+            strings(&ensure_server_and_list()),
+            [
+                "start-server",
+                ";",
+                "set-option",
+                "-g",
+                "exit-empty",
+                "off",
+                ";",
+                "list-sessions",
+                "-F",
+                "#{session_name}"
+            ]
+        );
+    }
+
+    #[test]
+    fn session_targets_are_exact() {
+        assert_eq!(strings(&has_session(&name("a"))), ["has-session", "-t", "=a"]);
+        assert_eq!(strings(&kill_session(&name("a"))), ["kill-session", "-t", "=a"]);
+        assert_eq!(
+            strings(&display(&name("a"), "#{pane_current_path}")),
+            ["has-session", "-t", "=a", ";", "display-message", "-p", "-t", "=a:", "#{pane_current_path}"]
+        );
+    }
+
+    #[test]
+    fn new_session_escapes_cwd_but_not_env_or_argv() {
+        let request = NewSession {
+            name: name("hook-x"),
+            cwd: PathBuf::from("/srv/#(touch m)/#{pane_pid}"),
+            env: vec![("AGENT_BOX_SESSION_ID".to_owned(), "#{pane_pid}".to_owned())],
+            argv: vec!["/bin/sh".into(), "/h/#x.launch".into()],
+        };
+        assert_eq!(
+            strings(&new_session(&request)),
+            [
+                "new-session",
+                "-d",
+                "-s",
+                "hook-x",
+                "-c",
+                "/srv/##(touch m)/##{pane_pid}",
+                "-e",
+                "AGENT_BOX_SESSION_ID=#{pane_pid}",
+                "--",
+                "/bin/sh",
+                "/h/#x.launch"
+            ]
+        );
+    }
+
+    #[test]
+    fn new_session_without_argv_has_no_separator() {
+        let request = NewSession { name: name("a"), cwd: PathBuf::from("/"), env: Vec::new(), argv: Vec::new() };
+        assert_eq!(strings(&new_session(&request)), ["new-session", "-d", "-s", "a", "-c", "/"]);
+    }
+
+    #[test]
+    fn current_session_escapes_the_pane_and_omits_t_without_one() {
+        assert_eq!(strings(&current_session(None)), ["display-message", "-p", "#{session_name}"]);
+        assert_eq!(strings(&current_session(Some("%3#"))), ["display-message", "-p", "-t", "%3##", "#{session_name}"]);
+    }
+
+    #[test]
+    fn option_commands() {
+        assert_eq!(strings(&set_global_option("exit-empty", "off")), ["set-option", "-g", "--", "exit-empty", "off"]);
+        assert_eq!(strings(&show_global_option("exit-empty")), ["show-options", "-gqv", "--", "exit-empty"]);
+        assert_eq!(strings(&version()), ["-V"]);
+    }
+}
