@@ -1,1 +1,21 @@
-//! Test harness: sandboxes, private tmux servers, helpers shared by tests and xtask.
+//! Test harness shared by the workspace's tests and by xtask (80-acceptance §1): product binaries, sandboxes
+//! with a temporary HOME and a private tmux server, fake agents, baked epilogues, slots, and deadline waits.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod agents;
+pub mod bake;
+pub mod bins;
+pub mod sandbox;
+pub mod slots;
+pub mod wait;
+
+use std::path::{Path, PathBuf};
+
+pub use sandbox::Sandbox;
+pub use wait::{deadline, wait_until};
+
+/// The workspace root (the parent of this crate's directory), whatever the current directory.
+pub fn workspace_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent().unwrap_or(here).to_path_buf()
+}

@@ -1,0 +1,68 @@
+//! `agent-box-mark-stopped NAME STATUS [GEN|-]`: the pane epilogue. It records how the agent process ended and
+//! returns; it prints nothing, always exits 0, and reads no environment (40-mark-stopped).
+
+mod args;
+mod record;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// The registry path and the state directory fixed at build time; `None` for an unbaked build.
+const BAKED: Option<(&str, &str)> =
+    match (option_env!("AGENT_BOX_BAKED_SESSIONS_FILE"), option_env!("AGENT_BOX_BAKED_STATE_DIR")) {
+        (Some(sessions), Some(state)) => Some((sessions, state)),
+        _ => None,
+    };
+
+const UNBAKED_LINE: &str = "agent-box-mark-stopped: built without baked paths (AGENT_BOX_BAKE_SESSIONS_FILE, AGENT_BOX_BAKE_STATE_DIR); nothing was recorded\n";
+
+const HELP: &str = "\
+usage: agent-box-mark-stopped NAME STATUS [GEN|-]
+       agent-box-mark-stopped --print-paths
+       agent-box-mark-stopped --help
+
+The pane epilogue of agent-box sessions: the pane's shell runs it once after the agent process ended.
+  STATUS 0     the session is parked: \"stopped\": true in sessions.json; a lease for GEN is resolved
+               (deleted, with an \"exited\" line in the hook log)
+  STATUS N>0   the crash is recorded: \"died\": N in sessions.json; a lease for GEN gets the outcome
+               died:N (if it has none yet) and the hook log a \"died:N\" line
+  GEN          the lease generation the pane was started for; '-' means it started without a lease and
+               must not touch one; without GEN any lease of NAME is acted on
+Paths are fixed when the binary is built (--print-paths shows them); no environment variable is read.
+It prints nothing and always exits 0, so a pane never shows its output.
+";
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|_| {}));
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    match argv.as_slice() {
+        [only] if only == "--help" => print(HELP),
+        [only] if only == "--print-paths" => print(&print_paths()),
+        _ => match BAKED {
+            Some((sessions, state)) => {
+                if let Some(report) = args::parse(&argv) {
+                    record::record(Path::new(sessions), Path::new(state), &report);
+                }
+            }
+            None => {
+                let _ = std::io::stderr().write_all(UNBAKED_LINE.as_bytes());
+            }
+        },
+    }
+    ExitCode::SUCCESS
+}
+
+fn print(text: &str) {
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
+/// The five `--print-paths` lines of MS-3.5, or `unbaked`.
+fn print_paths() -> String {
+    match BAKED {
+        Some((sessions, state)) => format!(
+            "sessions-file {sessions}\nregistry-lock {sessions}.lock\nstate-dir {state}\nlease-dir {state}/lease\nhook-log {state}/hook-sessions.jsonl\n"
+        ),
+        None => "unbaked\n".to_owned(),
+    }
+}

@@ -1,0 +1,571 @@
+//! Black-box tests of the pane epilogue (40-mark-stopped MS-9, 80 MS01–MS12): a binary baked for a slot root,
+//! run directly, always silent and exit 0.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_box_tests::bake::{Profile, bake, expected_paths, has_interpreter};
+use agent_box_tests::bins::bin;
+use agent_box_tests::slots::Slot;
+use serde_json::{Value, json};
+
+/// A slot with the epilogue baked for `<slot>/home/agent/...` (MS-9.1).
+struct Baked {
+    slot: Slot,
+    binary: PathBuf,
+}
+
+impl Baked {
+    fn new(profile: Profile) -> Self {
+        let slot = Slot::claim();
+        let binary = bake(&registry_of(slot.root()), &state_of(slot.root()), profile).unwrap_or_else(|e| panic!("{e}"));
+        fs::create_dir_all(state_of(slot.root())).unwrap();
+        fs::create_dir_all(registry_of(slot.root()).parent().unwrap()).unwrap();
+        Self { slot, binary }
+    }
+    fn dev() -> Self {
+        Self::new(Profile::Dev)
+    }
+    fn root(&self) -> &Path {
+        self.slot.root()
+    }
+    fn registry(&self) -> PathBuf {
+        registry_of(self.root())
+    }
+    fn state(&self) -> PathBuf {
+        state_of(self.root())
+    }
+    fn lease(&self, name: &str) -> PathBuf {
+        self.state().join("lease").join(format!("{name}.json"))
+    }
+    fn hook_log(&self) -> PathBuf {
+        self.state().join("hook-sessions.jsonl")
+    }
+    fn log_lines(&self) -> Vec<Value> {
+        fs::read_to_string(self.hook_log())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+    fn write_registry(&self, doc: &Value) {
+        fs::write(self.registry(), serde_json::to_vec_pretty(doc).unwrap()).unwrap();
+    }
+    fn read_registry(&self) -> Value {
+        serde_json::from_slice(&fs::read(self.registry()).unwrap()).unwrap()
+    }
+    /// Runs the epilogue with an empty environment and asserts the contract: exit 0, no output.
+    fn run(&self, args: &[&str]) {
+        let out = Command::new(&self.binary).args(args).env_clear().stdin(Stdio::null()).output().unwrap();
+        assert_silent_success(&out, args);
+    }
+    fn create_lease(&self, name: &str) -> String {
+        let leases = lease::LeaseDir::new(self.state().join("lease"));
+        leases
+            .create(&registry::SessionName::parse(name).unwrap(), "github:acme/widgets", Some("7"), None)
+            .unwrap()
+            .to_string()
+    }
+}
+
+fn registry_of(root: &Path) -> PathBuf {
+    root.join("home/agent/.config/agent-box/sessions.json")
+}
+
+fn state_of(root: &Path) -> PathBuf {
+    root.join("home/agent/.local/state/agent-box")
+}
+
+fn assert_silent_success(out: &Output, args: &[&str]) {
+    assert_eq!(out.status.code(), Some(0), "{args:?}");
+    assert!(out.stdout.is_empty(), "{args:?} stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.stderr.is_empty(), "{args:?} stderr: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Every file below `root` with its bytes (a recursive listing to compare before and after).
+fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        let Ok(entries) = fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                out.push((path.clone(), Vec::new()));
+                walk(&path, out);
+            } else {
+                out.push((path.clone(), fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    walk(root, &mut out);
+    out.sort();
+    out
+}
+
+fn main_entry() -> Value {
+    json!({"version": 1, "x-top": true, "sessions": {"main": {"agent": "claude", "z": 1, "workingDirectory": null}}})
+}
+
+#[test]
+fn help_exits_0_and_describes_the_argv() {
+    let out = Command::new(bin("agent-box-mark-stopped")).arg("--help").env_clear().output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("usage: agent-box-mark-stopped NAME STATUS [GEN|-]"));
+}
+
+#[test]
+fn ms01_unbaked_build_says_so_once_and_records_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(bin("agent-box-mark-stopped"))
+        .args(["main", "0"])
+        .env_clear()
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "agent-box-mark-stopped: built without baked paths (AGENT_BOX_BAKE_SESSIONS_FILE, AGENT_BOX_BAKE_STATE_DIR); nothing was recorded\n"
+    );
+    assert!(out.stdout.is_empty());
+    assert_eq!(fs::read_dir(home.path()).unwrap().count(), 0);
+    let paths = Command::new(bin("agent-box-mark-stopped")).arg("--print-paths").env_clear().output().unwrap();
+    assert_eq!(paths.stdout, b"unbaked\n");
+}
+
+#[test]
+fn ms02_print_paths_of_a_baked_binary() {
+    let baked = Baked::dev();
+    let out = Command::new(&baked.binary).arg("--print-paths").env_clear().output().unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected_paths(&baked.registry(), &baked.state()));
+}
+
+#[test]
+fn ms03_clean_exit_appends_stopped_last_and_changes_nothing_else() {
+    let baked = Baked::dev();
+    baked.write_registry(&main_entry());
+    baked.run(&["main", "0"]);
+    let text = fs::read_to_string(baked.registry()).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&String> = doc["sessions"]["main"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["agent", "z", "workingDirectory", "stopped"]);
+    assert_eq!(doc["sessions"]["main"]["stopped"], json!(true));
+    assert_eq!(doc["x-top"], json!(true));
+    assert!(text.starts_with("{\n  \"version\": 1,\n  \"x-top\": true,"));
+}
+
+#[test]
+fn ms04_crash_records_died_and_garbled_statuses_read_as_1() {
+    let baked = Baked::dev();
+    for (status, want) in [("3", 3), ("abc", 1), ("", 1), ("7", 7), ("000", 0)] {
+        baked.write_registry(&main_entry());
+        baked.run(&["main", status]);
+        let entry = &baked.read_registry()["sessions"]["main"];
+        if want == 0 {
+            assert_eq!((entry.get("stopped"), entry.get("died")), (Some(&json!(true)), None), "{status:?}");
+        } else {
+            assert_eq!((entry.get("died"), entry.get("stopped")), (Some(&json!(want)), None), "{status:?}");
+        }
+    }
+    for status in ["-1", "1x", "4294967296", "+3", " 1"] {
+        baked.write_registry(&main_entry());
+        baked.run(&["main", status]);
+        assert_eq!(baked.read_registry()["sessions"]["main"]["died"], json!(1), "{status:?}");
+    }
+    baked.write_registry(&main_entry());
+    baked.run(&["main"]);
+    assert_eq!(baked.read_registry()["sessions"]["main"]["stopped"], json!(true), "absent STATUS is 0");
+}
+
+#[test]
+fn ms05_absent_entry_missing_or_invalid_registry_change_nothing() {
+    let baked = Baked::dev();
+    baked.write_registry(&main_entry());
+    let before = fs::read(baked.registry()).unwrap();
+    baked.run(&["x", "0"]);
+    assert_eq!(fs::read(baked.registry()).unwrap(), before, "no stub entry");
+    fs::write(baked.registry(), b"not json").unwrap();
+    baked.run(&["main", "0"]);
+    assert_eq!(fs::read(baked.registry()).unwrap(), b"not json");
+    assert!(
+        fs::read_dir(baked.registry().parent().unwrap())
+            .unwrap()
+            .all(|e| { !e.unwrap().file_name().to_string_lossy().contains("corrupt") })
+    );
+    fs::write(baked.registry(), br#"{"version":1,"sessions":{"x":3,"main":{"stopped":true}}}"#).unwrap();
+    let mtime = fs::metadata(baked.registry()).unwrap().mtime_nsec();
+    baked.run(&["x", "0"]);
+    baked.run(&["main", "0"]);
+    assert_eq!(fs::read(baked.registry()).unwrap(), br#"{"version":1,"sessions":{"x":3,"main":{"stopped":true}}}"#);
+    assert_eq!(fs::metadata(baked.registry()).unwrap().mtime_nsec(), mtime, "already stopped: no write");
+}
+
+#[test]
+fn ms05_missing_registry_directory_creates_nothing_anywhere() {
+    let slot = Slot::claim();
+    let binary = bake(&registry_of(slot.root()), &state_of(slot.root()), Profile::Dev).unwrap();
+    for args in [["main", "0"], ["hook-x", "3"]] {
+        let out = Command::new(&binary).args(args).env_clear().output().unwrap();
+        assert_silent_success(&out, &args);
+    }
+    assert_eq!(fs::read_dir(slot.root()).unwrap().count(), 0, "nothing created under the root");
+}
+
+#[test]
+fn ms06_clean_exit_of_a_leased_hook_session() {
+    let baked = Baked::dev();
+    baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude", "ephemeral": true}}}));
+    let g = baked.create_lease("hook-x");
+    baked.run(&["hook-x", "0", &g]);
+    assert!(!baked.lease("hook-x").exists());
+    let lines = baked.log_lines();
+    assert_eq!(lines.len(), 1);
+    assert_eq!((&lines[0]["how"], &lines[0]["what"]), (&json!("exited"), &json!("end")));
+    assert!(lines[0]["lifeSeconds"].is_u64());
+    assert_eq!(fs::metadata(baked.hook_log()).unwrap().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn ms07_crash_of_a_leased_hook_session() {
+    let baked = Baked::dev();
+    baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
+    let g = baked.create_lease("hook-x");
+    baked.run(&["hook-x", "2", &g]);
+    let lease: Value = serde_json::from_slice(&fs::read(baked.lease("hook-x")).unwrap()).unwrap();
+    assert_eq!(lease["outcome"], json!("died:2"));
+    assert!(lease["endedAt"].is_string());
+    let lines = baked.log_lines();
+    assert_eq!((lines.len(), &lines[0]["how"], &lines[0]["outcome"]), (1, &json!("died:2"), &json!("died:2")));
+    assert_eq!(baked.read_registry()["sessions"]["hook-x"]["died"], json!(2));
+}
+
+#[test]
+fn ms08_gen_forms_any_and_no_lease() {
+    let baked = Baked::dev();
+    baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
+    baked.create_lease("hook-x");
+    let before = fs::read(baked.lease("hook-x")).unwrap();
+    baked.run(&["hook-x", "2", "-"]);
+    assert_eq!(fs::read(baked.lease("hook-x")).unwrap(), before, "NoLease: the pane started unleased");
+    baked.run(&["hook-x", "2", "not-a-gen"]);
+    assert_eq!(fs::read(baked.lease("hook-x")).unwrap(), before, "a mangled gen matches nothing");
+    baked.run(&["hook-x", "2", "11111111-2222-4333-8444-555555555555"]);
+    assert_eq!(fs::read(baked.lease("hook-x")).unwrap(), before, "another gen");
+    assert!(baked.log_lines().is_empty());
+    assert_eq!(baked.read_registry()["sessions"]["hook-x"]["died"], json!(2));
+    baked.run(&["hook-x", "2"]);
+    let lease: Value = serde_json::from_slice(&fs::read(baked.lease("hook-x")).unwrap()).unwrap();
+    assert_eq!(lease["outcome"], json!("died:2"), "no GEN acts on any lease");
+    baked.run(&["hook-x", "5"]);
+    let lease: Value = serde_json::from_slice(&fs::read(baked.lease("hook-x")).unwrap()).unwrap();
+    assert_eq!(lease["outcome"], json!("died:2"), "first outcome wins");
+}
+
+#[test]
+fn ms08_a_vanished_lease_keeps_vanished() {
+    let baked = Baked::dev();
+    baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
+    let g = baked.create_lease("hook-x");
+    let leases = lease::LeaseDir::new(baked.state().join("lease"));
+    let name = registry::SessionName::parse("hook-x").unwrap();
+    leases.mark_outcome(&name, &lease::Outcome::Vanished, &lease::Expect::Any).unwrap();
+    baked.run(&["hook-x", "1", &g]);
+    let lease: Value = serde_json::from_slice(&fs::read(baked.lease("hook-x")).unwrap()).unwrap();
+    assert_eq!(lease["outcome"], json!("vanished"));
+}
+
+#[test]
+fn ls08_ls_11_2_name_reuse_never_touches_the_new_lease() {
+    let baked = Baked::dev();
+    baked.write_registry(&json!({"version": 1, "sessions": {"hook-a": {"agent": "claude"}}}));
+    let g1 = baked.create_lease("hook-a");
+    let leases = lease::LeaseDir::new(baked.state().join("lease"));
+    let name = registry::SessionName::parse("hook-a").unwrap();
+    leases.finish(&name, &lease::EndHow::Rm, &lease::Expect::Any, None).unwrap();
+    baked.create_lease("hook-a");
+    let g2_bytes = fs::read(baked.lease("hook-a")).unwrap();
+    baked.run(&["hook-a", "1", &g1]);
+    baked.run(&["hook-a", "0", &g1]);
+    assert_eq!(fs::read(baked.lease("hook-a")).unwrap(), g2_bytes);
+    assert!(baked.log_lines().is_empty(), "no end record");
+}
+
+#[test]
+fn ms05_entry_absent_means_no_end_record() {
+    let baked = Baked::dev();
+    baked.write_registry(&json!({"version": 1, "sessions": {}}));
+    let g = baked.create_lease("hook-x");
+    baked.run(&["hook-x", "0", &g]);
+    assert!(baked.log_lines().is_empty(), "rm already wrote this life's end record");
+    assert!(!baked.lease("hook-x").exists(), "the lease is still resolved");
+}
+
+#[test]
+fn ms_9_2_6_non_hook_names_get_no_end_record_and_no_lease_dir() {
+    let baked = Baked::dev();
+    baked.write_registry(&main_entry());
+    baked.run(&["main", "3"]);
+    baked.run(&["main", "0"]);
+    assert!(!baked.hook_log().exists());
+    assert!(!baked.state().join("lease").exists(), "LS05: no lease directory is created");
+}
+
+#[test]
+fn ms09_a_hung_lock_holder_is_outlasted_silently() {
+    let baked = Baked::dev();
+    baked.write_registry(&main_entry());
+    let before = fs::read(baked.registry()).unwrap();
+    let lock_path = baked.registry().with_extension("json.lock");
+    let held = registry::FileLock::acquire(&lock_path, Duration::ZERO, false).unwrap();
+    let start = Instant::now();
+    baked.run(&["main", "3"]);
+    assert!(start.elapsed() < Duration::from_secs(40), "liveness: 5 x the 8 s worst case");
+    assert_eq!(fs::read(baked.registry()).unwrap(), before);
+    // Second run: hold the lock only until the first pass gave up (its lock descriptor is gone).
+    let mut child = Command::new(&baked.binary)
+        .args(["main", "3"])
+        .env_clear()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let holds_lock = |pid: u32| -> bool {
+        let target = fs::canonicalize(&lock_path).unwrap();
+        fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|d| d.flatten().any(|e| fs::read_link(e.path()).ok() == Some(target.clone())))
+            .unwrap_or(false)
+    };
+    agent_box_tests::wait_until("the first pass to open the lock", || {
+        holds_lock(pid) || child.try_wait().unwrap().is_some()
+    });
+    agent_box_tests::wait_until("the first pass to give up", || !holds_lock(pid));
+    drop(held);
+    let out = child.wait_with_output().unwrap();
+    assert_silent_success(&out, &["main", "3"]);
+    assert_eq!(baked.read_registry()["sessions"]["main"]["died"], json!(3), "a later pass landed the write");
+}
+
+#[test]
+fn ms10_concurrent_writers_keep_the_counter_and_the_crash() {
+    let baked = Baked::dev();
+    baked.write_registry(&json!({"version": 1, "sessions": {"main": {"agent": "claude"}, "c": {"count": 0}}}));
+    let rmw = agent_box_tests::bins::bin_dir().join("examples/rmw");
+    if !rmw.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "agent-box-registry", "--example", "rmw"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(&rmw)
+                .arg(baked.registry())
+                .args(["c", "25"])
+                .env_clear()
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    baked.run(&["main", "3"]);
+    for mut w in writers {
+        assert!(w.wait().unwrap().success());
+    }
+    let doc = baked.read_registry();
+    assert_eq!(doc["sessions"]["main"]["died"], json!(3));
+    assert_eq!(doc["sessions"]["c"]["count"], json!(100));
+}
+
+#[test]
+fn ms11_production_bake_is_static_and_records() {
+    let baked = Baked::new(Profile::Epilogue);
+    assert!(!has_interpreter(&baked.binary).unwrap(), "no PT_INTERP");
+    let size = fs::metadata(&baked.binary).unwrap().len();
+    assert!(size <= 1_572_864, "Q2: {size} bytes is over 1.5 MiB");
+    baked.write_registry(&main_entry());
+    baked.run(&["main", "0"]);
+    assert_eq!(baked.read_registry()["sessions"]["main"]["stopped"], json!(true));
+    baked.write_registry(&main_entry());
+    baked.run(&["main", "4"]);
+    assert_eq!(baked.read_registry()["sessions"]["main"]["died"], json!(4));
+}
+
+#[test]
+fn ms12_read_only_directories_change_nothing() {
+    let baked = Baked::dev();
+    baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
+    fs::write(baked.registry().with_extension("json.lock"), b"").unwrap();
+    let g = baked.create_lease("hook-x");
+    chown_tree(baked.root());
+    let (conf, leases) = (baked.registry().parent().unwrap().to_path_buf(), baked.state().join("lease"));
+    let before = tree(baked.root());
+    for dir in [&conf, &leases] {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o500)).unwrap();
+    }
+    let start = Instant::now();
+    let out = unprivileged(&baked.binary, &["hook-x", "2", &g]).output().unwrap();
+    for dir in [&conf, &leases] {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    assert_silent_success(&out, &["hook-x", "2"]);
+    assert!(start.elapsed() < Duration::from_secs(40));
+    let after: Vec<_> = tree(baked.root())
+        .into_iter()
+        .filter(|(p, _)| !p.ends_with("hook-sessions.jsonl") && !p.ends_with("hook-sessions.jsonl.lock"))
+        .collect();
+    let before: Vec<_> = before.into_iter().filter(|(p, _)| !p.ends_with("hook-sessions.jsonl")).collect();
+    assert_eq!(after, before, "registry and lease unchanged");
+}
+
+fn chown_tree(root: &Path) {
+    std::os::unix::fs::chown(root, Some(65534), Some(65534)).unwrap();
+    if root.is_dir() {
+        for entry in fs::read_dir(root).unwrap() {
+            chown_tree(&entry.unwrap().path());
+        }
+    }
+}
+
+fn unprivileged(binary: &Path, args: &[&str]) -> Command {
+    let mut cmd = if nix::unistd::geteuid().is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(binary);
+        c
+    } else {
+        Command::new(binary)
+    };
+    cmd.args(args).env_clear();
+    cmd
+}
+
+#[test]
+fn h06_ms_9_3_1_hostile_environment_changes_only_baked_files() {
+    let baked = Baked::dev();
+    let hostile = baked.root().join("hostile");
+    fs::create_dir_all(hostile.join("bin")).unwrap();
+    let marker = hostile.join("marker");
+    for tool in ["sh", "jq", "flock"] {
+        let path = hostile.join("bin").join(tool);
+        fs::write(&path, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fs::write(hostile.join("s.json"), br#"{"version":1,"sessions":{"hook-x":{}}}"#).unwrap();
+    let decoys = tree(&hostile);
+    let setup = |baked: &Baked| {
+        baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
+        let _ = fs::remove_file(baked.hook_log());
+        baked.create_lease("hook-x")
+    };
+    let normalise = |baked: &Baked| {
+        let mut lease: Value = serde_json::from_slice(&fs::read(baked.lease("hook-x")).unwrap()).unwrap();
+        lease["endedAt"] = json!("T");
+        lease["claimedAt"] = json!("T");
+        lease["gen"] = json!("G");
+        (baked.read_registry(), lease)
+    };
+    let g = setup(&baked);
+    baked.run(&["hook-x", "2", &g]);
+    let clean = normalise(&baked);
+    let g = setup(&baked);
+    let held =
+        registry::FileLock::acquire(&baked.registry().with_extension("json.lock"), Duration::ZERO, false).unwrap();
+    let out = {
+        let mut cmd = Command::new(&baked.binary);
+        cmd.args(["hook-x", "2", &g]).env_clear();
+        cmd.env("HOME", &hostile).env("USER", "root").env("PATH", hostile.join("bin"));
+        cmd.env("AGENT_BOX_SESSIONS_FILE", hostile.join("s.json")).env("REGISTRY_LOCK_WAIT", "0");
+        cmd.env("TMPDIR", &hostile).env("LD_PRELOAD", hostile.join("x.so")).env("LD_LIBRARY_PATH", &hostile);
+        cmd.env("LEASE_DIR", &hostile).env("HOOKLOG", hostile.join("log")).env("IFS", "x");
+        drop(held);
+        cmd.output().unwrap()
+    };
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    // A dynamic loader complains about the preload on stderr; the static production build is silent (MS11).
+    assert_eq!(normalise(&baked), clean, "the same files change as in a clean run");
+    assert_eq!(tree(&hostile), decoys, "no decoy changed");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn ms_9_3_2_an_inherited_lock_fd_is_never_adopted() {
+    use std::os::unix::process::CommandExt;
+    let baked = Baked::dev();
+    baked.write_registry(&main_entry());
+    let before = fs::read(baked.registry()).unwrap();
+    let held =
+        registry::FileLock::acquire(&baked.registry().with_extension("json.lock"), Duration::ZERO, false).unwrap();
+    let fd = held.raw_fd();
+    let mut cmd = Command::new(&baked.binary);
+    cmd.args(["main", "3"]).env_clear().env("AGENT_BOX_REGISTRY_LOCK_FD", "3");
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(move || {
+            if nix::libc::dup2(fd, 3) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert_eq!(fs::read(baked.registry()).unwrap(), before, "written while the test held the lock");
+        assert!(start.elapsed() < Duration::from_secs(40));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(fs::read(baked.registry()).unwrap(), before);
+    drop(held);
+}
+
+#[test]
+fn h01_ms_9_3_3_hostile_names_are_refused_before_any_path() {
+    let baked = Baked::dev();
+    baked.write_registry(&main_entry());
+    let before = tree(baked.root().parent().unwrap());
+    for name in ["..", ".", "../x", "a/b", "/etc/passwd", "x y", "é", "", "-rf", "a;b", "$(id)", "a\nb"] {
+        baked.run(&[name, "0"]);
+        baked.run(&[name, "3", "-"]);
+    }
+    let long = "a".repeat(300);
+    baked.run(&[&long, "3"]);
+    assert_eq!(tree(baked.root().parent().unwrap()), before);
+}
+
+#[test]
+fn ms_9_2_9_random_argv_never_breaks_the_contract() {
+    use rand::{RngExt, SeedableRng};
+    let seed: u64 = std::env::var("AGENT_BOX_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+    eprintln!("argv fuzz seed {seed} (AGENT_BOX_TEST_SEED replays)");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let baked = Baked::dev();
+    baked.write_registry(&main_entry());
+    let pick = ["main", "0", "1", "-", "--help", "--print-paths", "hook-x", "2147483648", ""];
+    for _ in 0..2000 {
+        let args: Vec<std::ffi::OsString> = (0..rng.random_range(0..5))
+            .map(|_| match rng.random_range(0..3) {
+                0 => std::ffi::OsString::from(pick[rng.random_range(0..pick.len())]),
+                1 => {
+                    use std::os::unix::ffi::OsStringExt;
+                    let len = rng.random_range(1..40);
+                    std::ffi::OsString::from_vec((0..len).map(|_| rng.random_range(1..=255u8)).collect())
+                }
+                _ => std::ffi::OsString::from("x".repeat(rng.random_range(0..5000))),
+            })
+            .collect();
+        let out = Command::new(&baked.binary).args(&args).env_clear().output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let single_mode = args.len() == 1 && (args[0] == "--help" || args[0] == "--print-paths");
+        if !single_mode {
+            assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}");
+        }
+    }
+    assert!(registry::Document::parse(&fs::read(baked.registry()).unwrap()).is_ok());
+}

@@ -1,0 +1,106 @@
+//! The fake agent (80 I8): a POSIX sh script that records its argv, environment and working directory, then
+//! obeys a control file; and readers for what it recorded.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The script, with `@ROOT@` replaced by the sandbox root (single-quoted, so the root must not contain `'`).
+const SCRIPT: &str = r#"#!/bin/sh
+root='@ROOT@'
+name=
+prev=
+for a in "$@"; do
+  if [ "$prev" = "--as" ]; then name=$a; break; fi
+  prev=$a
+done
+[ -n "$name" ] || name=$(tmux display-message -p '#S' 2>/dev/null)
+[ -n "$name" ] || name=unknown
+dir="$root/agents"
+mkdir -p "$dir"
+k=1
+while ! mkdir "$dir/$name.$k.claim" 2>/dev/null; do k=$((k+1)); done
+printf '%s\0' "$@" > "$dir/$name.$k.argv.tmp"
+env -0 > "$dir/$name.$k.env"
+pwd -P > "$dir/$name.$k.cwd"
+mv "$dir/$name.$k.argv.tmp" "$dir/$name.$k.argv"
+ctl=$(cat "$dir/$name.ctl" 2>/dev/null)
+case "$ctl" in
+  "exit "*) exit ${ctl#exit } ;;
+  "exit-after "*) set -- $ctl; sleep "$2"; exit "$3" ;;
+esac
+while :; do sleep 3600; done
+"#;
+
+/// The fake agent's source for a sandbox rooted at `root`.
+pub fn script(root: &Path) -> String {
+    SCRIPT.replace("@ROOT@", &root.display().to_string())
+}
+
+/// What one start of a fake agent recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Start {
+    pub argv: Vec<Vec<u8>>,
+    pub env: Vec<(String, String)>,
+    pub cwd: String,
+}
+
+impl Start {
+    pub fn argv_strings(&self) -> Vec<String> {
+        self.argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect()
+    }
+    pub fn env_var(&self, key: &str) -> Option<&str> {
+        self.env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// The records of agent `name` under `root/agents`.
+#[derive(Debug, Clone)]
+pub struct AgentRecords {
+    dir: PathBuf,
+    name: String,
+}
+
+impl AgentRecords {
+    pub fn new(root: &Path, name: &str) -> Self {
+        Self { dir: root.join("agents"), name: name.to_owned() }
+    }
+
+    /// How many times the agent has started (complete argv records).
+    pub fn starts(&self) -> usize {
+        (1..).take_while(|k| self.file(*k, "argv").exists()).count()
+    }
+
+    /// Start number `k` (1-based).
+    pub fn start(&self, k: usize) -> Start {
+        let split = |bytes: Vec<u8>| -> Vec<Vec<u8>> {
+            let mut parts: Vec<Vec<u8>> = bytes.split(|b| *b == 0).map(<[u8]>::to_vec).collect();
+            parts.pop();
+            parts
+        };
+        let argv = split(fs::read(self.file(k, "argv")).unwrap());
+        let env = split(fs::read(self.file(k, "env")).unwrap_or_default())
+            .into_iter()
+            .filter_map(|kv| {
+                let text = String::from_utf8_lossy(&kv).into_owned();
+                text.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned()))
+            })
+            .collect();
+        let cwd = fs::read_to_string(self.file(k, "cwd")).unwrap_or_default().trim_end_matches('\n').to_owned();
+        Start { argv, env, cwd }
+    }
+
+    /// The latest start.
+    pub fn last(&self) -> Start {
+        self.start(self.starts())
+    }
+
+    /// Makes the next starts obey `command`: `run`, `exit N` or `exit-after S N`.
+    pub fn control(&self, command: &str) {
+        fs::create_dir_all(&self.dir).unwrap();
+        fs::write(self.dir.join(format!("{}.ctl", self.name)), command).unwrap();
+    }
+
+    fn file(&self, k: usize, ext: &str) -> PathBuf {
+        self.dir.join(format!("{}.{k}.{ext}", self.name))
+    }
+}
