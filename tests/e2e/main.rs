@@ -1,3 +1,4 @@
 //! The one end-to-end test binary (80-acceptance I1): a module per scenario group, plus the tidy checks.
 
+mod supervisor;
 mod tidy;

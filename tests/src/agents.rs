@@ -22,11 +22,18 @@ while ! mkdir "$dir/$name.$k.claim" 2>/dev/null; do k=$((k+1)); done
 printf '%s\0' "$@" > "$dir/$name.$k.argv.tmp"
 env -0 > "$dir/$name.$k.env"
 pwd -P > "$dir/$name.$k.cwd"
+echo $$ > "$dir/$name.$k.pid"
 mv "$dir/$name.$k.argv.tmp" "$dir/$name.$k.argv"
 ctl=$(cat "$dir/$name.ctl" 2>/dev/null)
 case "$ctl" in
   "exit "*) exit ${ctl#exit } ;;
   "exit-after "*) set -- $ctl; sleep "$2"; exit "$3" ;;
+  poll)
+    while :; do
+      sleep 1
+      ctl=$(cat "$dir/$name.ctl" 2>/dev/null)
+      case "$ctl" in "exit-now "*) exit ${ctl#exit-now } ;; esac
+    done ;;
 esac
 while :; do sleep 3600; done
 "#;
@@ -94,7 +101,13 @@ impl AgentRecords {
         self.start(self.starts())
     }
 
-    /// Makes the next starts obey `command`: `run`, `exit N` or `exit-after S N`.
+    /// The pid of start `k`.
+    pub fn pid(&self, k: usize) -> u32 {
+        fs::read_to_string(self.file(k, "pid")).unwrap().trim().parse().unwrap()
+    }
+
+    /// Makes the next starts obey `command`: `run`, `exit N`, `exit-after S N`, or `poll` (re-read the control
+    /// file every second, so a later `exit-now N` ends that running start).
     pub fn control(&self, command: &str) {
         fs::create_dir_all(&self.dir).unwrap();
         fs::write(self.dir.join(format!("{}.ctl", self.name)), command).unwrap();

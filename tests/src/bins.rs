@@ -1,9 +1,23 @@
 //! Locating the product binaries under test: `target/<profile>/`, never `PATH` (80 I2).
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// A directory chosen by the running program instead of its own (xtask bench runs release binaries while
+/// xtask itself is a debug build).
+static BIN_DIR_OVERRIDE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes [`bin_dir`] answer `dir` for the rest of the process; the first call wins. Returns false when
+/// another directory had already been chosen.
+pub fn use_bin_dir(dir: PathBuf) -> bool {
+    BIN_DIR_OVERRIDE.set(dir.clone()).is_ok() || BIN_DIR_OVERRIDE.get() == Some(&dir)
+}
 
 /// The directory holding the product binaries of this build.
 pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = BIN_DIR_OVERRIDE.get() {
+        return dir.clone();
+    }
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().to_path_buf();
     if dir.file_name().is_some_and(|n| n == "deps" || n == "examples") {

@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod bake;
 pub mod bins;
+pub mod ops;
 pub mod sandbox;
 pub mod slots;
 pub mod wait;

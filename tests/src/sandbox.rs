@@ -166,6 +166,7 @@ impl Sandbox {
 
     /// Sends `signal` to tracked process `pid`.
     pub fn signal(&self, pid: u32, signal: Signal) {
+        assert!(pid > 1, "refusing to signal pid {pid} (a process group or init)");
         let _ = kill(Pid::from_raw(i32::try_from(pid).unwrap()), signal);
     }
 

@@ -1,0 +1,213 @@
+//! Shell quoting `Q` of 30-supervisor §12.6: the only way a variable byte string enters the pane script.
+
+/// The bytes a word may consist of and still be written bare: none of them means anything to POSIX sh.
+pub fn is_bare_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'@' | b'%' | b'+' | b':' | b',' | b'.' | b'/' | b'-')
+}
+
+/// `Q(arg)`: bare when non-empty and every byte is safe, else single-quoted with each `'` as `'\''`.
+pub fn quote(arg: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(arg.len() + 2);
+    push_quoted(&mut out, arg);
+    out
+}
+
+/// Appends `Q(arg)` to `out`.
+pub fn push_quoted(out: &mut Vec<u8>, arg: &[u8]) {
+    // Byte by byte, never a line-anchored pattern: `j\n` must not pass as bare (§12.6).
+    if !arg.is_empty() && arg.iter().all(|&b| is_bare_byte(b)) {
+        out.extend_from_slice(arg);
+        return;
+    }
+    out.push(b'\'');
+    for &byte in arg {
+        if byte == b'\'' {
+            out.extend_from_slice(b"'\\''");
+        } else {
+            out.push(byte);
+        }
+    }
+    out.push(b'\'');
+}
+
+/// The words `Q(a1) Q(a2) …`, separated by single spaces.
+pub fn push_words<'a>(out: &mut Vec<u8>, words: impl IntoIterator<Item = &'a [u8]>) {
+    for (index, word) in words.into_iter().enumerate() {
+        if index > 0 {
+            out.push(b' ');
+        }
+        push_quoted(out, word);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+    use std::process::Command;
+
+    fn q(text: &str) -> String {
+        String::from_utf8(quote(text.as_bytes())).unwrap()
+    }
+
+    #[test]
+    fn bare_words_stay_bare_and_everything_else_is_single_quoted() {
+        for bare in
+            ["abc", "/opt/claude/bin/claude", "a_b@c%d+e:f,g.h/i-j", "-n", "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90"]
+        {
+            assert_eq!(q(bare), bare);
+        }
+        assert_eq!(q(""), "''");
+        assert_eq!(q("a=b"), "'a=b'", "a bare assignment in command position would be an assignment");
+        assert_eq!(q("it's"), r"'it'\''s'");
+        assert_eq!(q("'"), r"''\'''");
+        assert_eq!(q("~root"), "'~root'");
+        assert_eq!(q("$(id)"), "'$(id)'");
+        assert_eq!(q("opus[1m]"), "'opus[1m]'");
+    }
+
+    #[test]
+    fn every_byte_is_tested_alone() {
+        assert_eq!(quote(b"j\n"), b"'j\n'");
+        assert_eq!(quote(b"\nj"), b"'\nj'");
+        assert_eq!(quote(b"a\xffb"), b"'a\xffb'");
+        for byte in 0u8..=255 {
+            let expected_bare = byte.is_ascii_alphanumeric() || b"_@%+:,./-".contains(&byte);
+            assert_eq!(is_bare_byte(byte), expected_bare, "byte {byte:#04x}");
+        }
+    }
+
+    #[test]
+    fn words_are_joined_by_single_spaces() {
+        let mut out = Vec::new();
+        push_words(&mut out, [b"a".as_slice(), b"b c", b""]);
+        assert_eq!(out, b"a 'b c' ''");
+    }
+
+    /// Runs `sh -c "printf '%s\0' Q(a1) …; …"` for a batch of vectors; returns what printf wrote.
+    fn sh_printf(vectors: &[Vec<Vec<u8>>]) -> Vec<u8> {
+        let mut script = Vec::new();
+        for vector in vectors {
+            script.extend_from_slice(b"printf '%s\\0' ");
+            push_words(&mut script, vector.iter().map(Vec::as_slice));
+            script.push(b'\n');
+        }
+        let output = Command::new("/bin/sh").arg("-c").arg(std::ffi::OsStr::from_bytes(&script)).output().unwrap();
+        assert!(output.status.success(), "sh failed: {}", String::from_utf8_lossy(&output.stderr));
+        output.stdout
+    }
+
+    use std::os::unix::ffi::OsStrExt;
+
+    /// Checks a batch exactly; on a mismatch names the first vector that came out wrong.
+    fn check_batch(vectors: &[Vec<Vec<u8>>], seed: Option<u64>) {
+        let got = sh_printf(vectors);
+        let expected: Vec<u8> = vectors.iter().flatten().flat_map(|arg| arg.iter().copied().chain([0])).collect();
+        if got == expected {
+            return;
+        }
+        let mut items = got.split(|&b| b == 0);
+        for (index, vector) in vectors.iter().enumerate() {
+            let seen: Vec<&[u8]> = items.by_ref().take(vector.len()).collect();
+            let wanted: Vec<&[u8]> = vector.iter().map(Vec::as_slice).collect();
+            assert_eq!(seen, wanted, "vector {index} of the batch (seed {seed:?}) did not round-trip");
+        }
+        panic!("output differs after the last vector (seed {seed:?})");
+    }
+
+    fn fixed_corpus() -> Vec<Vec<u8>> {
+        let mut corpus: Vec<Vec<u8>> = [
+            "",
+            "'",
+            "''",
+            "\"",
+            "\\",
+            "$(id)",
+            "`id`",
+            "$?",
+            "*",
+            "~root",
+            "#x",
+            "a=b",
+            "-n",
+            "\n",
+            "\r",
+            "\t",
+            "é",
+            "日本語",
+            "😀",
+            "a b",
+            "j\n",
+            "'\\''",
+            "${HOME}",
+            "!",
+            "&&",
+            ";",
+            "|",
+            ">x",
+            "<x",
+            "(",
+            ")",
+            "{",
+            "}",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        corpus.extend((0x01u8..=0x1f).chain([0x7f]).map(|b| vec![b]));
+        corpus.extend([vec![0xff], vec![0xc3], b"a\x80b".to_vec(), vec![0xf0, 0x9f, 0x98]]);
+        corpus.push(b"x".repeat(8192));
+        corpus.push((0..8192u32).map(|i| (i % 255 + 1) as u8).collect());
+        corpus
+    }
+
+    #[test]
+    fn quoting_round_trips_through_sh_for_the_fixed_corpus() {
+        let corpus = fixed_corpus();
+        let singles: Vec<Vec<Vec<u8>>> = corpus.iter().map(|a| vec![a.clone()]).collect();
+        check_batch(&singles, None);
+        check_batch(&[corpus], None);
+    }
+
+    /// One generated argument: mostly short, sometimes long, drawn from bytes that matter to sh.
+    fn random_arg(rng: &mut rand::rngs::StdRng) -> Vec<u8> {
+        const SPECIAL: &[u8] = b"'\"\\$`*?[]~#=!&|;<>(){} \t\n\r%@+:,./-_";
+        let len = match rng.random_range(0..100) {
+            0 => rng.random_range(1000..8193),
+            1..=9 => 0,
+            _ => rng.random_range(1..24),
+        };
+        (0..len)
+            .map(|_| match rng.random_range(0..4) {
+                0 => SPECIAL[rng.random_range(0..SPECIAL.len())],
+                1 => rng.random_range(b'a'..=b'z'),
+                _ => rng.random_range(1u8..=255),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn quoting_round_trips_through_sh_for_random_vectors() {
+        let seed = std::env::var("AGENT_BOX_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+        eprintln!("quoting property test seed {seed} (replay with AGENT_BOX_TEST_SEED={seed})");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut batch = Vec::new();
+        let mut batch_bytes = 0;
+        for _ in 0..10_000 {
+            // At least one argument: `printf '%s\0'` with none prints one empty item.
+            let vector: Vec<Vec<u8>> = (0..rng.random_range(1..8)).map(|_| random_arg(&mut rng)).collect();
+            let bytes = vector.iter().map(|a| quote(a).len() + 1).sum::<usize>() + 16;
+            // One `sh -c` argument must stay under the kernel's 128 KiB limit.
+            if batch.len() == 100 || batch_bytes + bytes > 96 * 1024 {
+                check_batch(&batch, Some(seed));
+                batch.clear();
+                batch_bytes = 0;
+            }
+            batch_bytes += bytes;
+            batch.push(vector);
+        }
+        if !batch.is_empty() {
+            check_batch(&batch, Some(seed));
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! `agent-box-supervisor`: keeps every session declared in sessions.json alive in tmux (30-supervisor).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use registry::exit;
+use supervisor::config::Config;
+use supervisor::print::{PrintError, print_command};
+use supervisor::run::{Stop, once, run};
+
+/// Reconciles sessions.json into tmux: starts what is listed and not running, records how panes ended,
+/// reaps parked one-shot sessions, and sweeps what no listed session owns.
+#[derive(Debug, Parser)]
+#[command(name = "agent-box-supervisor", version)]
+struct Cli {
+    /// Run the start-up duties and exactly one tick, then exit.
+    #[arg(long, conflicts_with = "print_command")]
+    once: bool,
+    /// Print what would be spawned for NAME (no lock, no tmux, no write), then exit.
+    #[arg(long, value_name = "NAME")]
+    print_command: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let inherited = std::env::var_os(registry::lock::INHERITED_LOCK_ENV).is_some();
+    if inherited {
+        // SAFETY: nothing else runs yet: no thread has been started, so no one reads the environment concurrently.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::remove_var(registry::lock::INHERITED_LOCK_ENV);
+        }
+    }
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(err) => return fail(exit::USAGE, &err.to_string()),
+    };
+    if let Some(name) = cli.print_command {
+        return dry_run(&config, &name);
+    }
+    if inherited {
+        say("ignoring inherited AGENT_BOX_REGISTRY_LOCK_FD");
+    }
+    if let Some(value) = &config.ignored_lock_wait {
+        say(&format!("ignoring REGISTRY_LOCK_WAIT='{value}': not a number of seconds; using 1s"));
+    }
+    match if cli.once { once(config) } else { run(config) } {
+        Stop::Done => ExitCode::SUCCESS,
+        Stop::TmuxTooOld(text) | Stop::Fatal(text) => fail(exit::FAILURE, &text),
+    }
+}
+
+fn dry_run(config: &Config, name: &str) -> ExitCode {
+    match print_command(config, name) {
+        Ok(text) => {
+            let _ = std::io::stdout().write_all(&text);
+            ExitCode::SUCCESS
+        }
+        Err(PrintError::Usage(text)) => fail(exit::USAGE, &text),
+        Err(PrintError::Render(text)) => fail(exit::FAILURE, &text),
+    }
+}
+
+fn say(text: &str) {
+    eprintln!("{}{text}", supervisor::log::PREFIX);
+}
+
+fn fail(code: u8, text: &str) -> ExitCode {
+    say(text);
+    ExitCode::from(code)
+}

@@ -1,0 +1,92 @@
+//! The supervisor's per-session side file (00-overview F6, SUP-11): what it observed, where no other writer goes.
+
+use std::path::Path;
+
+use registry::{is_uuid, write_atomic};
+use serde_json::{Map, Value};
+
+/// `{"launchSessionId":…,"leaseGen":…,"backoffUntil":…,"quickExits":N}`, every key optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SideFile {
+    /// Only a UUID-shaped id counts (SUP-11.2).
+    pub launch_id: Option<String>,
+    pub lease_gen: Option<String>,
+    pub backoff_until: Option<String>,
+    pub quick_exits: Option<u64>,
+}
+
+impl SideFile {
+    /// Reads a side file; missing or unparseable files say nothing.
+    pub fn read(path: &Path) -> Self {
+        std::fs::read(path).ok().map(|bytes| Self::parse(&bytes)).unwrap_or_default()
+    }
+
+    pub fn parse(bytes: &[u8]) -> Self {
+        let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(bytes) else { return Self::default() };
+        let uuid = |key: &str| map.get(key).and_then(Value::as_str).filter(|s| is_uuid(s)).map(str::to_owned);
+        Self {
+            launch_id: uuid("launchSessionId"),
+            lease_gen: uuid("leaseGen"),
+            backoff_until: map.get("backoffUntil").and_then(Value::as_str).map(str::to_owned),
+            quick_exits: map.get("quickExits").and_then(Value::as_u64),
+        }
+    }
+
+    /// Compact, one line, keys in the documented order.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut map = Map::new();
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                map.insert(key.to_owned(), value);
+            }
+        };
+        put("launchSessionId", self.launch_id.clone().map(Value::from));
+        put("leaseGen", self.lease_gen.clone().map(Value::from));
+        put("backoffUntil", self.backoff_until.clone().map(Value::from));
+        put("quickExits", self.quick_exits.map(Value::from));
+        let mut bytes = serde_json::to_vec(&map).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Writes the file with the atomic helper, creating the side directory (0700) when missing.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        registry::ensure_private_dir(registry::atomic::parent_dir(path))?;
+        write_atomic(path, &self.to_bytes()).map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_valid_ids_and_ignores_bad_ones_and_extra_keys() {
+        let good = "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90";
+        let side = SideFile::parse(
+            format!(r#"{{"launchSessionId":"{good}","x":1,"leaseGen":"nope","quickExits":3}}"#).as_bytes(),
+        );
+        assert_eq!(side.launch_id.as_deref(), Some(good));
+        assert_eq!(side.lease_gen, None);
+        assert_eq!(side.quick_exits, Some(3));
+        assert_eq!(SideFile::parse(br#"{"launchSessionId":"0B6F3C0E-6A51-4B8E-9A3E-2F7D1C4E5A90"}"#).launch_id, None);
+        assert_eq!(SideFile::parse(b"garbage"), SideFile::default());
+        assert_eq!(SideFile::read(Path::new("/nonexistent/x.json")), SideFile::default());
+    }
+
+    #[test]
+    fn writes_compact_keys_in_order() {
+        let side = SideFile {
+            launch_id: Some("a".into()),
+            lease_gen: Some("b".into()),
+            backoff_until: Some("2026-11-29T14:03:11Z".into()),
+            quick_exits: Some(2),
+        };
+        assert_eq!(
+            side.to_bytes(),
+            b"{\"launchSessionId\":\"a\",\"leaseGen\":\"b\",\"backoffUntil\":\"2026-11-29T14:03:11Z\",\"quickExits\":2}\n"
+        );
+        let plain = SideFile { launch_id: Some("a".into()), ..SideFile::default() };
+        assert_eq!(plain.to_bytes(), b"{\"launchSessionId\":\"a\"}\n");
+    }
+}

@@ -1,0 +1,249 @@
+//! Starting a session (SUP-6, SUP-7): admission pre-check and preparation without the lock, then one
+//! registry-lock section holding pre-check, admission, launch file, `new-session`, post-check and record.
+
+use std::collections::BTreeSet;
+
+use lease::LeaseState;
+use registry::capacity::{Mode, admit, read_limit};
+use registry::store::{read_for_write, write_document};
+use registry::{CapacityError, Document, Entry, RegistryLock, SessionName, lock_ignoring_inherited};
+use serde_json::{Map, Value};
+use tmux::{NewSession, TmuxError};
+
+use crate::backoff::Backoff;
+use crate::launch::{GenArg, HarnessKind, PrepareError, Prepared, prepare, render_script, tmux_command};
+use crate::side::SideFile;
+use crate::supervisor::{Supervisor, Tick};
+
+impl Supervisor {
+    /// SUP-6.2 pre-check and SUP-6 preparation, then the locked section.
+    pub(crate) fn begin_start(
+        &mut self,
+        tick: &mut Tick,
+        doc: &Document,
+        name: &SessionName,
+        entry: Entry<'_>,
+        side: &SideFile,
+    ) {
+        let shell = entry.agent() == Some("shell");
+        if !shell && tick.snapshot.as_ref().is_some_and(|live| !self.admits(doc.sessions(), live, name)) {
+            return;
+        }
+        let Some(prepared) = self.prepare_logged(name, entry, side) else { return };
+        if tick.lock_refused {
+            return;
+        }
+        match lock_ignoring_inherited(self.config.paths.registry(), self.config.lock_wait) {
+            Ok(guard) => self.locked_start(tick, &guard, &prepared, side),
+            Err(err) => self.note_lock_refused(tick, &err),
+        }
+    }
+
+    /// Spawn-mode admission; a refusal or an unevaluable policy logs L5 once per waiting streak.
+    fn admits(&mut self, sessions: &Map<String, Value>, live: &BTreeSet<String>, name: &SessionName) -> bool {
+        let decision = read_limit(self.config.paths.limit_file(), self.config.paths.meminfo_file())
+            .and_then(|limit| admit(sessions, live, limit, &[name.as_str()], Mode::Spawn));
+        self.note_admission(name, decision.err())
+    }
+
+    fn note_admission(&mut self, name: &SessionName, refusal: Option<CapacityError>) -> bool {
+        match refusal {
+            None => true,
+            Some(err) => {
+                if self.latches.waiting.raise(name.as_str()) {
+                    self.log.line(&format!("{name} waiting: {err}"));
+                }
+                false
+            }
+        }
+    }
+
+    /// Preparation with its once-per-streak lines (L6, L14, L16, L17).
+    fn prepare_logged(&mut self, name: &SessionName, entry: Entry<'_>, side: &SideFile) -> Option<Prepared> {
+        match prepare(&self.config, name, entry, side) {
+            Ok(prepared) => {
+                self.latches.not_installed.clear(name.as_str());
+                self.note_cwd(name, prepared.cwd_fallback.as_deref());
+                if prepared.codex_remote_control_ignored && self.latches.codex_remote.insert(name.to_string()) {
+                    self.log.line(&format!(
+                        "session '{name}': codex remote control is not supported here; starting the codex TUI"
+                    ));
+                }
+                Some(prepared)
+            }
+            Err(PrepareError::NotInstalled(agent)) => {
+                if self.latches.not_installed.raise(name.as_str()) {
+                    self.log.line(&format!("session '{name}': agent '{agent}' is not installed - skipping"));
+                }
+                None
+            }
+            Err(PrepareError::Fatal(problem)) => {
+                if self.latches.problem.raise(name.as_str()) {
+                    self.log.line(&format!("session '{name}': {problem} - skipping"));
+                }
+                None
+            }
+        }
+    }
+
+    fn note_cwd(&mut self, name: &SessionName, fallback: Option<&str>) {
+        match fallback {
+            Some(dir) if self.latches.cwd_unusable.raise(name.as_str()) => {
+                let home = self.config.paths.home().display().to_string();
+                self.log
+                    .line(&format!("session '{name}': working directory '{dir}' is not usable; starting in {home}"));
+            }
+            Some(_) => {}
+            None => self.latches.cwd_unusable.clear(name.as_str()),
+        }
+    }
+
+    /// SUP-7.1 steps 2–9 under `guard`.
+    fn locked_start(&mut self, tick: &mut Tick, guard: &RegistryLock, prepared: &Prepared, side: &SideFile) {
+        let name = &prepared.name;
+        let Ok(fresh) = read_for_write(guard.registry()) else { return };
+        if fresh.entry(name.as_str()).is_none_or(|e| e.stopped()) {
+            return;
+        }
+        let shell = prepared.harness.kind == HarnessKind::Shell;
+        if !shell && !self.admits_in_lock(tick, &fresh, name) {
+            return;
+        }
+        self.latches.waiting.clear(name.as_str());
+        let (gen_arg, lease_gen) = self.lease_argument(name);
+        let launch_file = self.config.paths.launch_file(name);
+        let mut script = render_script(&self.config, prepared, &gen_arg);
+        script.push(b'\n');
+        let written = registry::ensure_private_dir(&self.config.paths.side_dir())
+            .and_then(|()| registry::write_atomic(&launch_file, &script).map(drop));
+        if let Err(err) = written {
+            if self.latches.write_failed.raise(name.as_str()) {
+                self.log.line(&format!("session '{name}': cannot write {} ({err})", launch_file.display()));
+            }
+            return;
+        }
+        let request = NewSession {
+            name: name.clone(),
+            cwd: prepared.cwd.clone(),
+            env: prepared.env.clone(),
+            argv: tmux_command(&launch_file),
+        };
+        if let Err(err) = self.tmux.new_session(&request) {
+            self.note_spawn_failure(name, &err);
+            return;
+        }
+        self.latches.spawn_failed.clear(name.as_str());
+        if let Some(probed) = tick.probed.as_mut() {
+            probed.insert(name.to_string());
+        }
+        self.after_spawn(tick, guard, prepared, side, lease_gen);
+    }
+
+    /// SUP-7.1 step 3 against a live set probed after the lock was taken (reused for the rest of the tick).
+    fn admits_in_lock(&mut self, tick: &mut Tick, fresh: &Document, name: &SessionName) -> bool {
+        if tick.probed.is_none() {
+            match self.tmux.list_sessions() {
+                Ok(names) => tick.probed = Some(names.into_iter().collect()),
+                Err(err) => {
+                    return self.note_admission(name, Some(CapacityError::Probe(err.reason())));
+                }
+            }
+        }
+        let live = tick.probed.clone().unwrap_or_default();
+        self.admits(fresh.sessions(), &live, name)
+    }
+
+    /// SUP-8.2 / LS-6.2: the epilogue's GEN argument and the `leaseGen` to record.
+    fn lease_argument(&self, name: &SessionName) -> (GenArg, Option<String>) {
+        match self.leases.read(name) {
+            LeaseState::Absent => (GenArg::NoLease, None),
+            LeaseState::Present(lease) => match lease.valid_gen() {
+                Some(g) => (GenArg::Gen(g.to_string()), Some(g.to_string())),
+                None => (GenArg::Omitted, None),
+            },
+            LeaseState::Unreadable => (GenArg::Omitted, None),
+        }
+    }
+
+    fn note_spawn_failure(&mut self, name: &SessionName, err: &TmuxError) {
+        if *err == TmuxError::DuplicateSession {
+            return;
+        }
+        if self.latches.spawn_failed.raise(name.as_str()) {
+            self.log.line(&format!("session '{name}': tmux new-session failed: {}", err.reason()));
+        }
+    }
+
+    /// Steps 6–9: post-check, side file, mirrors and `died` in one registry edit, memory.
+    fn after_spawn(
+        &mut self,
+        tick: &Tick,
+        guard: &RegistryLock,
+        prepared: &Prepared,
+        side: &SideFile,
+        lease_gen: Option<String>,
+    ) {
+        let name = &prepared.name;
+        let Ok(mut fresh) = read_for_write(guard.registry()) else { return };
+        if fresh.entry(name.as_str()).is_none_or(|e| e.stopped()) {
+            let _ = self.tmux.kill_session(name);
+            self.log.line(&format!("'{name}' was removed or stopped while it was starting; killed the new pane"));
+            return;
+        }
+        let recorded =
+            SideFile { launch_id: Some(prepared.bid.clone()), lease_gen, backoff_until: None, quick_exits: None };
+        if recorded != *side {
+            self.record_side_file(name, &recorded);
+        }
+        if let Some(mut entry) = fresh.entry_mut(name) {
+            let mut changed = false;
+            if !prepared.launched || prepared.rotated {
+                changed |= entry.set("hasRun", Value::Bool(true));
+                changed |= entry.set("boxSessionId", Value::from(prepared.bid.as_str()));
+                changed |= entry.set("initialPrompt", Value::Null);
+            }
+            if entry.view().died().is_some() {
+                changed |= entry.remove_key("died");
+            }
+            if changed && write_document(guard, &fresh).is_err() && self.latches.write_failed.raise(name.as_str()) {
+                self.log.line(&format!("session '{name}': cannot write {}", guard.registry().display()));
+            }
+        }
+        let memory = self.memory.entry(name.to_string()).or_default();
+        // A first start is a new life (the name was added anew): no streak carries over (SUP-9.2).
+        let previous = memory.backoff.as_ref().filter(|_| prepared.launched);
+        memory.backoff = Some(Backoff::started(&prepared.bid, tick.now, previous));
+        memory.vanished_marked = false;
+    }
+
+    fn record_side_file(&mut self, name: &SessionName, side: &SideFile) {
+        let path = self.config.paths.side_file(name);
+        match side.write(&path) {
+            Ok(()) => self.latches.write_failed.clear(name.as_str()),
+            Err(err) => {
+                if self.latches.write_failed.raise(name.as_str()) {
+                    self.log.line(&format!("session '{name}': cannot write {} ({err})", path.display()));
+                }
+            }
+        }
+    }
+
+    /// SUP-9.4: note a started delay in the existing side file, under the lock, if the key is still listed.
+    pub(crate) fn note_backoff(&mut self, tick: &mut Tick, name: &SessionName, until: i64, streak: u32) {
+        let path = self.config.paths.side_file(name);
+        if tick.lock_refused || !path.exists() {
+            return;
+        }
+        let guard = match lock_ignoring_inherited(self.config.paths.registry(), self.config.lock_wait) {
+            Ok(guard) => guard,
+            Err(err) => return self.note_lock_refused(tick, &err),
+        };
+        let listed = read_for_write(guard.registry()).is_ok_and(|doc| doc.contains(name.as_str()));
+        if listed {
+            let mut side = SideFile::read(&path);
+            side.backoff_until = Some(registry::time::format_iso(until));
+            side.quick_exits = Some(u64::from(streak));
+            self.record_side_file(name, &side);
+        }
+    }
+}

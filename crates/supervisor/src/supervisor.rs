@@ -1,0 +1,365 @@
+//! The reconcile loop's state and one tick (30-supervisor §4): snapshot, self-heal, reap, sweeps, per-entry
+//! decisions and spawns, heartbeats, forgetting.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use lease::{Expect, HookLog, LeaseDir, Outcome, RefusalRecord};
+use registry::{Document, Entry, HealLatches, SessionName, self_heal};
+use tmux::TmuxApi;
+
+use crate::backoff::{Absence, Backoff};
+use crate::config::Config;
+use crate::decide::{Action, Seen, decide, needs_launch_state};
+use crate::log::{Latch, Log, NameLatches};
+use crate::side::SideFile;
+
+/// How long after a quarantine this process pauses lease sweeps (SUP-10.2).
+pub const QUARANTINE_SWEEP_PAUSE_SECS: i64 = 3600;
+/// Heartbeats per name are at least this far apart (SUP-10.4).
+pub const HEARTBEAT_EVERY_SECS: i64 = 60;
+
+/// What the supervisor remembers about one listed name between ticks.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Memory {
+    pub backoff: Option<Backoff>,
+    /// The lease was already marked vanished for the current absence (SUP-8.1).
+    pub vanished_marked: bool,
+    pub last_heartbeat: Option<i64>,
+}
+
+/// Once-per-streak latches (§13).
+#[derive(Debug, Default)]
+pub(crate) struct Latches {
+    pub tmux_down: Latch,
+    pub lock_refused: Latch,
+    pub lease_trouble: Latch,
+    pub waiting: NameLatches,
+    pub not_installed: NameLatches,
+    pub spawn_failed: NameLatches,
+    pub problem: NameLatches,
+    pub write_failed: NameLatches,
+    pub cwd_unusable: NameLatches,
+    /// L17 and L13 are once per name per process.
+    pub codex_remote: BTreeSet<String>,
+    pub bad_keys: BTreeSet<String>,
+}
+
+/// One tick's shared facts.
+#[derive(Debug, Default)]
+pub(crate) struct Tick {
+    pub now: i64,
+    /// The T1 listing; `None` when tmux could not be asked.
+    pub snapshot: Option<BTreeSet<String>>,
+    /// The first in-lock live probe of this tick plus our own spawns (RG-11.4).
+    pub probed: Option<BTreeSet<String>>,
+    /// A registry-lock refusal happened: every later locked section of this tick is skipped (SUP-7.2).
+    pub lock_refused: bool,
+    pub reaped: Vec<SessionName>,
+}
+
+/// The reconcile loop.
+pub struct Supervisor {
+    pub(crate) config: Config,
+    pub(crate) tmux: Box<dyn TmuxApi>,
+    pub(crate) leases: LeaseDir,
+    pub(crate) hook_log: HookLog,
+    pub(crate) refusals: RefusalRecord,
+    pub(crate) log: Log,
+    pub(crate) clock: fn() -> i64,
+    pub(crate) heal: HealLatches,
+    pub(crate) latches: Latches,
+    pub(crate) memory: BTreeMap<String, Memory>,
+    /// Managed sessions in the previous successful snapshot (L4).
+    pub(crate) previous_managed: usize,
+    pub(crate) quarantined_at: Option<i64>,
+    /// When a spared orphan filter makes the filter sweep due again (SUP-10.3).
+    pub(crate) filter_sweep_due: Option<i64>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Supervisor {
+    pub fn new(config: Config, tmux: Box<dyn TmuxApi>, log: Log) -> Self {
+        let leases = LeaseDir::new(config.paths.lease_dir());
+        let hook_log = HookLog::new(config.paths.hook_log());
+        let refusals = RefusalRecord::new(config.paths.refusal_record());
+        Self {
+            config,
+            tmux,
+            leases,
+            hook_log,
+            refusals,
+            log,
+            clock: registry::time::now_epoch,
+            heal: HealLatches::default(),
+            latches: Latches::default(),
+            memory: BTreeMap::new(),
+            previous_managed: 0,
+            quarantined_at: None,
+            filter_sweep_due: None,
+        }
+    }
+
+    /// Replaces the clock (tests).
+    pub fn with_clock(mut self, clock: fn() -> i64) -> Self {
+        self.clock = clock;
+        self.leases = self.leases.with_clock(clock);
+        self.hook_log = self.hook_log.with_clock(clock);
+        self
+    }
+
+    pub fn log(&self) -> &Log {
+        &self.log
+    }
+
+    pub fn log_line(&mut self, text: &str) {
+        self.log.line(text);
+    }
+
+    /// L1.
+    pub fn log_started(&mut self) {
+        let (socket, dir) = (self.config.tmux.socket.clone(), self.config.tmux.socket_dir.display().to_string());
+        let registry = self.config.paths.registry().display().to_string();
+        self.log.line(&format!("started (tmux socket {socket} in {dir}, registry {registry})"));
+    }
+
+    /// Start-up steps 4–6 of §2: self-heal with the seed, `~/worktrees`, orphan filters, side-directory temps.
+    pub fn start_up(&mut self) {
+        let mut tick = Tick { now: (self.clock)(), ..Tick::default() };
+        let doc = self.heal_registry(&mut tick);
+        let _ = registry::ensure_private_dir(&self.config.paths.home().join("worktrees"));
+        if let Some(doc) = doc {
+            self.sweep_orphan_filters(&doc, tick.now);
+        }
+        self.remove_side_temps();
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// One pass of the loop, duties T1–T7 in order.
+    pub fn tick(&mut self) {
+        let mut tick = Tick { now: (self.clock)(), ..Tick::default() };
+        tick.snapshot = self.take_snapshot();
+        let Some(mut doc) = self.heal_registry(&mut tick) else { return };
+        if tick.snapshot.is_some() {
+            self.reap(&mut tick, &mut doc);
+        }
+        self.sweep(&mut tick, &doc);
+        if let Some(snapshot) = tick.snapshot.clone() {
+            self.previous_managed = snapshot.iter().filter(|n| doc.contains(n)).count();
+            let running = self.reconcile(&mut tick, &doc, &snapshot);
+            self.heartbeat(&tick, &running);
+        }
+        self.forget(&doc);
+    }
+
+    /// T1: one tmux process starts the server if needed and lists sessions (SUP-4.1).
+    fn take_snapshot(&mut self) -> Option<BTreeSet<String>> {
+        match self.tmux.ensure_server_and_list() {
+            Ok(names) => {
+                if self.latches.tmux_down.clear() {
+                    self.log.line("tmux is reachable again");
+                }
+                let snapshot: BTreeSet<String> = names.into_iter().collect();
+                if snapshot.is_empty() && self.previous_managed >= 2 {
+                    let lost = self.previous_managed;
+                    self.log.line(&format!(
+                        "all {lost} managed sessions disappeared at once (tmux server restarted?); respawning them"
+                    ));
+                }
+                Some(snapshot)
+            }
+            Err(err) => {
+                if self.latches.tmux_down.raise() {
+                    self.log.line(&format!(
+                        "cannot reach tmux ({}); no session can be started or checked; retrying every tick",
+                        err.reason()
+                    ));
+                }
+                None
+            }
+        }
+    }
+
+    /// T2: self-heal; `None` means no registry-dependent step runs this tick (SUP-4.5).
+    fn heal_registry(&mut self, tick: &mut Tick) -> Option<Document> {
+        let outcome =
+            self_heal(self.config.paths.registry(), Some(&self.config.seed), self.config.lock_wait, &mut self.heal);
+        for message in &outcome.messages {
+            self.log.line(message);
+        }
+        if outcome.quarantined.is_some() {
+            self.quarantined_at = Some(tick.now);
+        }
+        if let Some(err) = &outcome.lock_refused {
+            self.note_lock_refused(tick, err);
+        }
+        outcome.document
+    }
+
+    /// L9 once per streak; later locked sections of this tick are skipped.
+    pub(crate) fn note_lock_refused(&mut self, tick: &mut Tick, err: &registry::RegistryError) {
+        tick.lock_refused = true;
+        if self.latches.lock_refused.raise() {
+            let reason = match err {
+                registry::RegistryError::LockRefused { reason, .. } => reason.to_string(),
+                other => other.to_string(),
+            };
+            self.log.line(&format!("registry lock not obtained ({reason}); no session started or reaped this tick"));
+        }
+    }
+
+    /// T5: per-entry decisions in registry key order; returns the running names (D8) for T6.
+    fn reconcile(&mut self, tick: &mut Tick, doc: &Document, snapshot: &BTreeSet<String>) -> Vec<SessionName> {
+        let mut running = Vec::new();
+        for key in doc.names() {
+            let name = SessionName::parse(key).ok();
+            let entry = doc.entry(key);
+            let pane_present = snapshot.contains(key);
+            let launched = match (&name, entry) {
+                (Some(name), Some(entry)) if needs_launch_state(entry, pane_present) => self.launched(name, entry),
+                _ => false,
+            };
+            let seen = Seen { key_valid: name.is_some(), entry, pane_present, launched };
+            let (Some(name), Some(entry)) = (name, entry) else {
+                self.note_unusable_key(key, seen.key_valid);
+                continue;
+            };
+            self.latches.problem.clear(key);
+            match decide(&seen) {
+                Action::Running => {
+                    self.graduate(&name, tick.now);
+                    running.push(name);
+                }
+                action @ (Action::FirstSpawn | Action::RespawnAfterCrash | Action::RespawnVanished) => {
+                    self.start(tick, doc, &name, entry, action);
+                }
+                _ => {}
+            }
+        }
+        running
+    }
+
+    fn launched(&self, name: &SessionName, entry: Entry<'_>) -> bool {
+        SideFile::read(&self.config.paths.side_file(name)).launch_id.is_some() || entry.has_run()
+    }
+
+    /// D1 (L13 once per key per process) and D3 (L14 once per streak).
+    fn note_unusable_key(&mut self, key: &str, key_valid: bool) {
+        if !key_valid {
+            if self.latches.bad_keys.insert(key.to_owned()) {
+                let quoted = serde_json::to_string(key).unwrap_or_default();
+                self.log.line(&format!("ignoring registry key {quoted}: names are [A-Za-z0-9_-]+"));
+            }
+        } else if self.latches.problem.raise(key) {
+            self.log.line(&format!("session '{key}': its entry is not a JSON object - skipping"));
+        }
+    }
+
+    /// D10–D12 (SUP-5.1): vanished mark, backoff gate, unlocked pre-check, preparation, locked section.
+    fn start(&mut self, tick: &mut Tick, doc: &Document, name: &SessionName, entry: Entry<'_>, action: Action) {
+        let side = SideFile::read(&self.config.paths.side_file(name));
+        if action == Action::RespawnVanished {
+            self.mark_vanished(name, &side);
+            if !self.backoff_allows(tick, name) {
+                return;
+            }
+        }
+        self.begin_start(tick, doc, name, entry, &side);
+    }
+
+    /// SUP-8.1: once per absence, before backoff and admission.
+    fn mark_vanished(&mut self, name: &SessionName, side: &SideFile) {
+        let memory = self.memory.entry(name.to_string()).or_default();
+        if std::mem::replace(&mut memory.vanished_marked, true) {
+            return;
+        }
+        if let Err(err) = self.leases.mark_outcome(name, &Outcome::Vanished, &expect_of(side)) {
+            self.warn_lease(&err);
+        }
+    }
+
+    /// SUP-9.1: the first tick that finds our pane absent counts the exit; later ticks wait for `not_before`.
+    fn backoff_allows(&mut self, tick: &mut Tick, name: &SessionName) -> bool {
+        let Some(record) = self.memory.get_mut(name.as_str()).and_then(|m| m.backoff.as_mut()) else { return true };
+        if record.absence_counted {
+            return record.may_start(tick.now);
+        }
+        if let Absence::Delayed { until, streak, announce } = record.count_absence(tick.now) {
+            if announce {
+                let at = registry::time::format_iso(until);
+                self.log.line(&format!(
+                    "'{name}' keeps exiting ({streak} quick exits in a row); next start not before {at}"
+                ));
+            }
+            self.note_backoff(tick, name, until, streak);
+        }
+        self.memory.get(name.as_str()).and_then(|m| m.backoff.as_ref()).is_none_or(|r| r.may_start(tick.now))
+    }
+
+    /// SUP-9.3 for a running pane.
+    fn graduate(&mut self, name: &SessionName, now: i64) {
+        let graduated = self
+            .memory
+            .get_mut(name.as_str())
+            .and_then(|m| m.backoff.as_mut())
+            .is_some_and(|r| r.graduate_if_stable(now));
+        if graduated {
+            self.log.line(&format!("'{name}' has stayed up for 10 minutes; backoff reset"));
+        }
+        if let Some(memory) = self.memory.get_mut(name.as_str()) {
+            memory.vanished_marked = false;
+        }
+    }
+
+    /// T6: heartbeats for running leased sessions, at most once a minute per name (SUP-10.4).
+    fn heartbeat(&mut self, tick: &Tick, running: &[SessionName]) {
+        for name in running {
+            let memory = self.memory.entry(name.to_string()).or_default();
+            if memory.last_heartbeat.is_some_and(|at| tick.now - at < HEARTBEAT_EVERY_SECS) {
+                continue;
+            }
+            memory.last_heartbeat = Some(tick.now);
+            if !self.leases.lease_path(name).exists() {
+                continue;
+            }
+            let side = SideFile::read(&self.config.paths.side_file(name));
+            if let Err(err) = self.leases.heartbeat(name, &expect_of(&side)) {
+                self.warn_lease(&err);
+            }
+        }
+    }
+
+    /// T7: forget names that are not listed-and-unstopped.
+    fn forget(&mut self, doc: &Document) {
+        let keep = |name: &str| doc.entry(name).is_some_and(|e| !e.stopped());
+        self.memory.retain(|name, _| keep(name));
+        for latches in [
+            &mut self.latches.waiting,
+            &mut self.latches.not_installed,
+            &mut self.latches.spawn_failed,
+            &mut self.latches.write_failed,
+            &mut self.latches.cwd_unusable,
+        ] {
+            latches.retain(keep);
+        }
+        self.latches.problem.retain(|name| doc.contains(name));
+    }
+
+    pub(crate) fn warn_lease(&mut self, err: &lease::LeaseError) {
+        if self.latches.lease_trouble.raise() {
+            self.log.line(&format!("lease update skipped: {err}"));
+        }
+    }
+}
+
+/// SUP-8.1: the side file's lease gen, or `Any` when it has none.
+pub(crate) fn expect_of(side: &SideFile) -> Expect {
+    side.lease_gen.as_deref().and_then(lease::Gen::parse).map_or(Expect::Any, Expect::Gen)
+}

@@ -1,0 +1,144 @@
+//! Reaping parked one-shot sessions and sweeping what no listed session owns (SUP-10.1–10.3, SUP-10.5).
+
+use std::fs;
+use std::path::Path;
+use std::time::UNIX_EPOCH;
+
+use lease::{EndHow, Expect, ListedNames};
+use registry::store::{read_for_write, remove_temp_leftovers, write_document};
+use registry::{Document, SessionName, lock_ignoring_inherited};
+
+use crate::supervisor::{QUARANTINE_SWEEP_PAUSE_SECS, Supervisor, Tick};
+
+/// Filters younger than this may belong to a spawn still in its critical section (SUP-10.3).
+pub const FILTER_GRACE_SECS: i64 = 30;
+
+impl Supervisor {
+    /// T3: delete parked ephemeral entries whose pane is gone, in one registry write; then settle their leases.
+    pub(crate) fn reap(&mut self, tick: &mut Tick, doc: &mut Document) {
+        let snapshot = tick.snapshot.clone().unwrap_or_default();
+        let candidates: Vec<SessionName> = doc
+            .names()
+            .filter(|key| !snapshot.contains(*key))
+            .filter(|key| doc.entry(key).is_some_and(|e| reapable(&e)))
+            .filter_map(|key| SessionName::parse(key).ok())
+            .collect();
+        if candidates.is_empty() || tick.lock_refused {
+            return;
+        }
+        let guard = match lock_ignoring_inherited(self.config.paths.registry(), self.config.lock_wait) {
+            Ok(guard) => guard,
+            Err(err) => return self.note_lock_refused(tick, &err),
+        };
+        let Ok(mut fresh) = read_for_write(guard.registry()) else { return };
+        let reaped: Vec<SessionName> =
+            candidates.into_iter().filter(|n| fresh.entry(n.as_str()).is_some_and(|e| reapable(&e))).collect();
+        for name in &reaped {
+            fresh.remove(name);
+        }
+        if reaped.is_empty() || write_document(&guard, &fresh).is_err() {
+            return;
+        }
+        drop(guard);
+        for name in &reaped {
+            doc.remove(name);
+            if let Err(err) = self.leases.finish(name, &EndHow::Reaped, &Expect::Any, Some(&self.hook_log)) {
+                self.warn_lease(&err);
+            }
+        }
+        tick.reaped = reaped;
+    }
+
+    /// T4: side and launch files, leases, orphan filters, temp leftovers.
+    pub(crate) fn sweep(&mut self, tick: &mut Tick, doc: &Document) {
+        self.sweep_side_files(doc);
+        let paused = self.quarantined_at.is_some_and(|at| tick.now - at < QUARANTINE_SWEEP_PAUSE_SECS);
+        if !paused {
+            let listed = ListedNames::from_document(doc).without(&tick.reaped);
+            let report = self.leases.sweep(&listed, Some(&self.hook_log));
+            if let Some(err) = report.error {
+                self.warn_lease(&err);
+            }
+        }
+        let filters_due = !tick.reaped.is_empty() || self.filter_sweep_due.is_some_and(|due| tick.now >= due);
+        if filters_due {
+            self.sweep_orphan_filters(doc, tick.now);
+        }
+        self.sweep_temps(tick);
+    }
+
+    /// SUP-10.2 (a): `session/<stem>.json` and `.launch` of legal names that are not keys.
+    fn sweep_side_files(&self, doc: &Document) {
+        let Ok(entries) = fs::read_dir(self.config.paths.side_dir()) else { return };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let Some(text) = file_name.to_str() else { continue };
+            let stem = text.strip_suffix(".json").or_else(|| text.strip_suffix(".launch"));
+            let Some(stem) = stem.filter(|s| SessionName::parse(s).is_ok()) else { continue };
+            if !doc.contains(stem) && entry.file_type().is_ok_and(|t| t.is_file()) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// SUP-10.3: `filter.<user>-<name>.json` of legal names that are not keys, once 30 s old.
+    pub(crate) fn sweep_orphan_filters(&mut self, doc: &Document, now: i64) {
+        self.filter_sweep_due = None;
+        let prefix = format!("filter.{}-", self.config.paths.user());
+        let Ok(entries) = fs::read_dir(self.config.paths.webhook_state_dir()) else { return };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let Some(stem) = file_name.to_str().and_then(|t| t.strip_prefix(&prefix)?.strip_suffix(".json")) else {
+                continue;
+            };
+            if SessionName::parse(stem).is_err() || doc.contains(stem) || !entry.file_type().is_ok_and(|t| t.is_file())
+            {
+                continue;
+            }
+            match age_secs(&entry.path(), now) {
+                Some(age) if age >= FILTER_GRACE_SECS => drop(fs::remove_file(entry.path())),
+                _ => {
+                    let due = now + FILTER_GRACE_SECS;
+                    self.filter_sweep_due = Some(self.filter_sweep_due.map_or(due, |d| d.min(due)));
+                }
+            }
+        }
+    }
+
+    /// SUP-10.5: temp leftovers of killed writers, each deleted under the lock that guards its file, and
+    /// only when a lock-free listing found one.
+    fn sweep_temps(&mut self, tick: &mut Tick) {
+        let registry = self.config.paths.registry().to_path_buf();
+        if !registry::atomic::temp_leftovers_of(&registry).is_empty() && !tick.lock_refused {
+            match lock_ignoring_inherited(&registry, self.config.lock_wait) {
+                Ok(guard) => drop(remove_temp_leftovers(&guard)),
+                Err(err) => self.note_lock_refused(tick, &err),
+            }
+        }
+        self.leases.remove_temp_leftovers();
+        self.hook_log.remove_temp_leftovers();
+        self.refusals.remove_temp_leftovers();
+    }
+
+    /// Start-up: side-directory temps are ours alone (the supervisor is their only writer).
+    pub(crate) fn remove_side_temps(&self) {
+        let Ok(entries) = fs::read_dir(self.config.paths.side_dir()) else { return };
+        for entry in entries.flatten() {
+            if entry.file_name().to_str().is_some_and(|n| n.contains(".tmp-")) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// D6 after a re-read: still ephemeral, parked and not crashed.
+fn reapable(entry: &registry::Entry<'_>) -> bool {
+    entry.ephemeral() && entry.stopped() && entry.died().is_none()
+}
+
+/// Seconds since the file's mtime; `None` when it cannot be told or lies in the future.
+fn age_secs(path: &Path, now: i64) -> Option<i64> {
+    let modified = fs::metadata(path).ok()?.modified().ok()?;
+    let mtime = i64::try_from(modified.duration_since(UNIX_EPOCH).ok()?.as_secs()).ok()?;
+    (now >= mtime).then_some(now - mtime)
+}

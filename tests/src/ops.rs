@@ -1,0 +1,193 @@
+//! What scenarios do to a sandbox: run the supervisor (loop or `--once`), edit the registry the way the CLI and
+//! the settings daemon do (under the lock), and read what happened.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use registry::{Document, RegistryError, RegistryLock, SessionName};
+use serde_json::Value;
+use tmux::TmuxApi;
+
+use crate::sandbox::Sandbox;
+use crate::wait::wait_until;
+
+impl Sandbox {
+    /// Starts `agent-box-supervisor` (the loop), stderr to `<root>/supervisor.log`; returns its pid.
+    pub fn start_supervisor(&self) -> u32 {
+        let log = fs::File::create(self.supervisor_log_path()).unwrap();
+        let mut cmd = self.cmd("agent-box-supervisor");
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log);
+        self.spawn_tracked(cmd)
+    }
+
+    pub fn supervisor_log_path(&self) -> PathBuf {
+        self.root().join("supervisor.log")
+    }
+
+    /// The loop's stderr so far.
+    pub fn supervisor_log(&self) -> String {
+        fs::read_to_string(self.supervisor_log_path()).unwrap_or_default()
+    }
+
+    /// Lines of the supervisor log containing `needle`.
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.supervisor_log().lines().filter(|l| l.contains(needle)).count()
+    }
+
+    /// `agent-box-supervisor --once`, with its output.
+    pub fn once(&self) -> Output {
+        let out = self.cmd("agent-box-supervisor").arg("--once").stdin(Stdio::null()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "--once failed: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    }
+
+    /// Runs `--once` `n` times and returns the concatenated stderr.
+    pub fn ticks(&self, n: usize) -> String {
+        (0..n).map(|_| String::from_utf8_lossy(&self.once().stderr).into_owned()).collect()
+    }
+
+    /// Waits until the loop `pid` has run `n` more ticks (80 I10: counted through the tmux wrapper).
+    pub fn wait_ticks(&self, pid: u32, n: usize) {
+        let target = self.ticks_of(pid) + n;
+        wait_until(&format!("{n} more ticks of {pid}"), || self.ticks_of(pid) >= target);
+    }
+
+    /// Takes the registry lock from this test process, retrying while another test thread holds the guard.
+    pub fn lock_registry(&self) -> RegistryLock {
+        let start = Instant::now();
+        loop {
+            match registry::lock_ignoring_inherited(&self.registry(), Duration::from_secs(10)) {
+                Ok(guard) => return guard,
+                Err(RegistryError::AlreadyHeld) if start.elapsed() < Duration::from_secs(60) => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(err) => panic!("cannot lock the sandbox registry: {err}"),
+            }
+        }
+    }
+
+    /// A locked read-modify-write of the registry, as every writer does.
+    pub fn edit_registry(&self, f: impl FnOnce(&mut Document)) {
+        let guard = self.lock_registry();
+        registry::edit(&guard, |doc| {
+            f(doc);
+            Ok(((), true))
+        })
+        .unwrap();
+    }
+
+    /// Adds an entry (raw JSON object) under the lock.
+    pub fn add_entry(&self, name: &str, entry: Value) {
+        let name = SessionName::parse(name).unwrap();
+        self.edit_registry(|doc| doc.insert_new(&name, entry.as_object().cloned().unwrap()).unwrap());
+    }
+
+    /// `rm`'s order (50-session-cli §9): delist under the lock, kill, then delete the per-name files and settle
+    /// the lease with an end record.
+    pub fn rm(&self, name: &str) {
+        let name = SessionName::parse(name).unwrap();
+        self.edit_registry(|doc| {
+            doc.remove(&name);
+        });
+        let _ = self.tmux().kill_session(&name);
+        let paths = self.paths();
+        for file in
+            [paths.filter_file(&name), paths.codex_wake(&name), paths.side_file(&name), paths.launch_file(&name)]
+        {
+            let _ = fs::remove_file(file);
+        }
+        let leases = lease::LeaseDir::new(paths.lease_dir());
+        let log = lease::HookLog::new(paths.hook_log());
+        let _ = leases.finish(&name, &lease::EndHow::Rm, &lease::Expect::Any, Some(&log));
+    }
+
+    /// `stop`'s order: flag under the lock, then kill.
+    pub fn stop(&self, name: &str) {
+        let name = SessionName::parse(name).unwrap();
+        self.edit_registry(|doc| {
+            if let Some(mut e) = doc.entry_mut(&name) {
+                e.set("stopped", Value::Bool(true));
+            }
+        });
+        let _ = self.tmux().kill_session(&name);
+    }
+
+    /// `restart NAME`'s order: clear `stopped` under the lock (never `died`), then kill.
+    pub fn restart(&self, name: &str) {
+        let name = SessionName::parse(name).unwrap();
+        self.edit_registry(|doc| {
+            if let Some(mut e) = doc.entry_mut(&name) {
+                e.remove_key("stopped");
+            }
+        });
+        let _ = self.tmux().kill_session(&name);
+    }
+
+    /// Kills a pane from outside (no epilogue runs).
+    pub fn kill_pane(&self, name: &str) {
+        self.tmux().kill_session(&SessionName::parse(name).unwrap()).unwrap();
+    }
+
+    pub fn is_live(&self, name: &str) -> bool {
+        self.live().iter().any(|n| n == name)
+    }
+
+    pub fn wait_live(&self, name: &str) {
+        wait_until(&format!("{name} to be live"), || self.is_live(name));
+    }
+
+    pub fn wait_gone(&self, name: &str) {
+        wait_until(&format!("{name} to be gone"), || !self.is_live(name));
+    }
+
+    /// The raw value of `sessions.<name>` (None when absent).
+    pub fn entry(&self, name: &str) -> Option<Value> {
+        let bytes = fs::read(self.registry()).ok()?;
+        let doc: Value = serde_json::from_slice(&bytes).ok()?;
+        doc["sessions"].get(name).cloned()
+    }
+
+    pub fn side_file(&self, name: &str) -> PathBuf {
+        self.state_dir().join("session").join(format!("{name}.json"))
+    }
+
+    pub fn launch_file(&self, name: &str) -> PathBuf {
+        self.state_dir().join("session").join(format!("{name}.launch"))
+    }
+
+    pub fn lease_path(&self, name: &str) -> PathBuf {
+        self.state_dir().join("lease").join(format!("{name}.json"))
+    }
+
+    /// The lease document, if present and JSON.
+    pub fn lease(&self, name: &str) -> Option<Value> {
+        serde_json::from_slice(&fs::read(self.lease_path(name)).ok()?).ok()
+    }
+
+    /// Creates a lease for `name` like webhook-spawn does; returns its gen.
+    pub fn create_lease(&self, name: &str) -> String {
+        let leases = lease::LeaseDir::new(self.state_dir().join("lease"));
+        leases.create(&SessionName::parse(name).unwrap(), "github:acme/widgets", Some("7"), None).unwrap().to_string()
+    }
+
+    /// The hook log's parsed lines.
+    pub fn hook_log(&self) -> Vec<Value> {
+        fs::read_to_string(self.state_dir().join("hook-sessions.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Writes the seed file the supervisor installs into a missing registry.
+    pub fn write_seed(&self, text: &str) {
+        fs::write(self.root().join("seed.json"), text).unwrap();
+    }
+
+    /// Runs a shell command line (test setup only; never product input).
+    pub fn sh(&self, script: &str) -> Output {
+        Command::new("/bin/sh").arg("-c").arg(script).env_clear().env("PATH", "/usr/bin:/bin").output().unwrap()
+    }
+}
