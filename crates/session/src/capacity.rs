@@ -1,0 +1,119 @@
+//! `capacity [--json]` (50-session-cli §6): the capacity policy in check mode with no targets, against the
+//! registry read without a lock. A read-only verb: takes no lock and creates nothing, not even a missing
+//! registry.
+
+use std::collections::BTreeSet;
+
+use registry::capacity::{Sets, sets};
+use registry::{CapacityError, ReadOutcome, Usage};
+use serde_json::{Map, Value};
+
+use crate::context::Context;
+use crate::out::{Out, say};
+use crate::view;
+
+/// Runs `capacity [--json]`; returns the exit code (75 on any policy error, with nothing on stdout).
+pub fn capacity(ctx: &Context, json: bool, out: &mut Out) -> u8 {
+    match evaluate(ctx) {
+        Ok((usage, sets)) => {
+            let text = if json { render_json(usage, &sets) } else { format!("{usage}\n") };
+            out.bytes(text.as_bytes());
+            registry::exit::OK
+        }
+        Err(err) => {
+            say(&err.to_string());
+            registry::exit::TEMPFAIL
+        }
+    }
+}
+
+/// Registry, then limit, then the live probe: the first failure is the policy error (10-registry RG-11).
+fn evaluate(ctx: &Context) -> Result<(Usage, Sets), CapacityError> {
+    let sessions = registry_sessions(ctx)?;
+    let limit = registry::read_limit(ctx.paths.limit_file(), ctx.paths.meminfo_file())?;
+    let live: BTreeSet<String> = ctx.live_set().map_err(CapacityError::Probe)?.into_iter().collect();
+    let usage = registry::admit(&sessions, &live, limit, &[], registry::Mode::Check)?;
+    Ok((usage, sets(&sessions, &live)))
+}
+
+/// The `sessions` object; a missing or empty registry has none, one that cannot be used is a policy error.
+fn registry_sessions(ctx: &Context) -> Result<Map<String, Value>, CapacityError> {
+    let file = ctx.paths.registry().display().to_string();
+    match registry::read(ctx.paths.registry()) {
+        ReadOutcome::Valid(doc) => Ok(doc.sessions().clone()),
+        ReadOutcome::Missing | ReadOutcome::Empty => Ok(Map::new()),
+        ReadOutcome::Invalid(reason) => Err(CapacityError::Limit(format!("{file} does not parse ({reason})"))),
+        ReadOutcome::Unreadable(err) => Err(CapacityError::Limit(format!("cannot read {file} ({err})"))),
+    }
+}
+
+/// The JSON report of §12.4; every name list is sorted (byte order).
+pub fn render_json(usage: Usage, sets: &Sets) -> String {
+    let names = |set: &BTreeSet<String>| Value::Array(set.iter().cloned().map(Value::from).collect());
+    let mut doc = view::versioned();
+    doc.insert("used".into(), usage.used.into());
+    doc.insert("max".into(), usage.max.into());
+    doc.insert("free".into(), usage.max.saturating_sub(u64::try_from(usage.used).unwrap_or(u64::MAX)).into());
+    doc.insert("live".into(), names(&sets.live));
+    doc.insert("counted".into(), names(&sets.used));
+    doc.insert("died".into(), names(&sets.died));
+    view::json_document(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::fake::{FakeTmux, context};
+    use tmux::TmuxError;
+
+    fn limit_files(dir: &std::path::Path, limit: &str) -> Vec<(String, String)> {
+        std::fs::write(dir.join("limit"), limit).unwrap();
+        std::fs::write(dir.join("meminfo"), "MemTotal: 1024 kB\n").unwrap();
+        vec![
+            ("AGENT_BOX_SESSION_LIMIT_FILE".into(), dir.join("limit").display().to_string()),
+            ("AGENT_BOX_MEMINFO_FILE".into(), dir.join("meminfo").display().to_string()),
+        ]
+    }
+
+    fn run(ctx: &Context, json: bool) -> (u8, String) {
+        let mut out = Out::new();
+        let code = capacity(ctx, json, &mut out);
+        (code, out.text())
+    }
+
+    #[test]
+    fn sets_and_free_slots() {
+        let home = tempfile::tempdir().unwrap();
+        let env = limit_files(home.path(), "3\n");
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let ctx = context(home.path(), FakeTmux::live(&["b", "_connect-x", "z", "c"]), &env);
+        std::fs::create_dir_all(ctx.paths.registry().parent().unwrap()).unwrap();
+        std::fs::write(ctx.paths.registry(), r#"{"sessions":{"c":{"died":1},"a":{},"s":{"stopped":true},"b":{}}}"#)
+            .unwrap();
+        assert_eq!(run(&ctx, false), (0, "{\"used\": 3, \"max\": 3}\n".to_owned()));
+        let (code, text) = run(&ctx, true);
+        assert_eq!(code, 0);
+        let expected = serde_json::json!({"version": 1, "used": 3, "max": 3, "free": 0,
+            "live": ["b", "c", "z"], "counted": ["a", "b", "z"], "died": ["c"]});
+        assert_eq!(text, view::json_document(expected.as_object().unwrap().clone()));
+    }
+
+    #[test]
+    fn policy_errors_print_nothing_and_exit_75() {
+        let home = tempfile::tempdir().unwrap();
+        let env = limit_files(home.path(), "0");
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let ctx = context(home.path(), FakeTmux::live(&[]), &env);
+        assert_eq!(run(&ctx, false), (75, String::new()));
+        let env = limit_files(home.path(), "2");
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let broken = FakeTmux { live: Err(TmuxError::NotInstalled), ..FakeTmux::live(&[]) };
+        assert_eq!(run(&context(home.path(), broken, &env), true), (75, String::new()));
+        let ctx = context(home.path(), FakeTmux::live(&[]), &env);
+        assert_eq!(run(&ctx, false), (0, "{\"used\": 0, \"max\": 2}\n".to_owned()));
+        assert!(!ctx.paths.registry().exists(), "a missing registry is not created");
+        std::fs::create_dir_all(ctx.paths.registry().parent().unwrap()).unwrap();
+        std::fs::write(ctx.paths.registry(), "{").unwrap();
+        assert_eq!(run(&ctx, false), (75, String::new()));
+    }
+}

@@ -1,0 +1,531 @@
+//! Black-box tests of the mutating verbs and the command line of agent-box-session (50-session-cli §15, 80 RG
+//! and CL scenarios): the real binary, a temporary HOME, a private tmux socket.
+#![allow(clippy::unwrap_used, clippy::expect_used, unsafe_code)]
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_box_tests::Sandbox;
+use registry::SessionName;
+use serde_json::{Value, json};
+use tmux::{NewSession, TmuxApi};
+
+fn session(sb: &Sandbox, args: &[&str]) -> Output {
+    sb.cmd("agent-box-session").args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn pane(sb: &Sandbox, name: &str) {
+    let argv = vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()];
+    let request = NewSession { name: SessionName::parse(name).unwrap(), cwd: sb.home().into(), env: vec![], argv };
+    sb.tmux().new_session(&request).unwrap();
+}
+
+fn registry_bytes(sb: &Sandbox) -> Vec<u8> {
+    fs::read(sb.registry()).unwrap()
+}
+
+#[test]
+fn help_and_a_usage_error() {
+    let sb = Sandbox::new();
+    let help = session(&sb, &["--help"]);
+    assert_eq!(code(&help), 0);
+    assert!(stdout(&help).contains("exit 75") || stdout(&help).contains("75 refused"));
+    assert_eq!(code(&session(&sb, &["frobnicate"])), 2);
+    assert_eq!(code(&session(&sb, &[])), 2);
+}
+
+#[test]
+fn cl04_add_names_and_validation() {
+    let sb = Sandbox::new();
+    let ok = "a".repeat(150);
+    assert_eq!(code(&session(&sb, &["add", &ok])), 0);
+    let long = session(&sb, &["add", &"b".repeat(151)]);
+    assert_eq!(code(&long), 2);
+    assert!(stderr(&long).contains("is too long: at most 150 characters (it has 151)"));
+    for reserved in ["settings", "downloads", "webhook", "sessions", "token", "ws", "auth"] {
+        let out = session(&sb, &["add", reserved]);
+        assert_eq!(code(&out), 2, "{reserved}");
+        assert!(stderr(&out).contains("is a reserved name"));
+    }
+    for bad in ["a b", "é", "a/b", "..", "a;b"] {
+        let out = session(&sb, &["add", bad]);
+        assert_eq!(code(&out), 2, "{bad}");
+        assert!(stderr(&out).contains("invalid session name"), "{bad}");
+    }
+    let dup = session(&sb, &["add", &ok]);
+    assert_eq!(code(&dup), 2);
+    assert!(stderr(&dup).starts_with(&format!("session '{ok}' already exists — 'agent-box-session rm {ok}' first")));
+    let agent = session(&sb, &["add", "dep", "--agent", "tool"]);
+    assert_eq!(code(&agent), 0);
+    assert!(stderr(&agent).contains("--agent is deprecated, use --harness"));
+    assert_eq!(code(&session(&sb, &["add", "x", "--remote-control", "yes"])), 2);
+    assert_eq!(code(&session(&sb, &["add", "x", "--origin", "cron"])), 2);
+    let missing = session(&sb, &["add", "x", "--harness", "nope"]);
+    assert_eq!(
+        (code(&missing), stderr(&missing).trim()),
+        (2, "harness 'nope' is not available (available: claude codex shell tool)")
+    );
+}
+
+#[test]
+fn cl04_cwd_rules() {
+    let sb = Sandbox::new();
+    let home = sb.home();
+    fs::create_dir_all(home.join("src/app")).unwrap();
+    fs::write(home.join("file"), b"").unwrap();
+    std::os::unix::fs::symlink(home.join("src/app"), home.join("link")).unwrap();
+    let outside = sb.root().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, home.join("escape")).unwrap();
+    let via_link = session(&sb, &["add", "l", "--cwd", "~/link"]);
+    assert_eq!(code(&via_link), 0, "{}", stderr(&via_link));
+    assert_eq!(sb.entry("l").unwrap()["workingDirectory"], json!(home.join("src/app").to_str().unwrap()));
+    let out = session(&sb, &["add", "o", "--cwd", outside.to_str().unwrap()]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("outside $HOME"));
+    assert_eq!(code(&session(&sb, &["add", "e", "--cwd", "~/escape"])), 2);
+    let missing = session(&sb, &["add", "m", "--cwd", "~/nope"]);
+    assert!(code(&missing) == 2 && stderr(&missing).contains("does not exist"));
+    let file = session(&sb, &["add", "f", "--cwd", "~/file"]);
+    assert!(code(&file) == 2 && stderr(&file).contains("is not a directory"));
+}
+
+#[test]
+fn cl04_cwd_under_a_symlinked_home_is_accepted() {
+    let mut sb = Sandbox::new();
+    let real = sb.home().to_path_buf();
+    fs::create_dir_all(real.join("work")).unwrap();
+    let alias = sb.root().join("alias-home");
+    std::os::unix::fs::symlink(&real, &alias).unwrap();
+    sb.set_env("HOME", &alias);
+    sb.set_env("AGENT_BOX_SESSIONS_FILE", real.join(".config/agent-box/sessions.json"));
+    let out = session(&sb, &["add", "w", "--cwd", "~/work"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(sb.entry("w").unwrap()["workingDirectory"], json!(real.join("work").to_str().unwrap()));
+}
+
+#[test]
+fn cl04_the_entry_has_the_documented_shape() {
+    let sb = Sandbox::new();
+    fs::create_dir_all(sb.home().join("notes")).unwrap();
+    let out = session(
+        &sb,
+        &["add", "notes", "--harness", "claude", "--cwd", "~/notes", "--prompt", "tidy up", "--", "--model", "sonnet"],
+    );
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        stdout(&out),
+        "session 'notes' (claude) added with a kickoff prompt — the supervisor starts it within ~2s\n"
+    );
+    let entry = sb.entry("notes").unwrap();
+    let keys: Vec<&String> = entry.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "agent",
+            "skipPermissions",
+            "remoteControl",
+            "whatsapp",
+            "remoteControlName",
+            "workingDirectory",
+            "extraArgs",
+            "profile",
+            "initialPrompt",
+            "resumePrompt",
+            "boxSessionId",
+            "hasRun",
+            "origin",
+            "createdAt"
+        ]
+    );
+    assert_eq!(entry["extraArgs"], json!(["--model", "sonnet"]));
+    assert!(registry::is_uuid(entry["boxSessionId"].as_str().unwrap()));
+    let codex = session(&sb, &["add", "cx", "--harness", "codex", "--ephemeral", "--hook", "github", "acme/x"]);
+    assert_eq!(code(&codex), 0);
+    let entry = sb.entry("cx").unwrap();
+    assert_eq!((&entry["remoteControl"], &entry["ephemeral"]), (&json!(false), &json!(true)));
+    assert_eq!(entry["hook"], json!({"source": "github", "repository": "acme/x"}));
+    assert_eq!(stdout(&codex), "session 'cx' (codex) added — the supervisor starts it within ~2s\n");
+}
+
+#[test]
+fn cl04_auto_names_follow_the_harness_then_the_directory() {
+    let sb = Sandbox::new();
+    fs::create_dir_all(sb.home().join("my app")).unwrap();
+    for _ in 0..3 {
+        assert_eq!(code(&session(&sb, &["add", "--harness", "tool", "--cwd", "~/my app"])), 0);
+    }
+    let doc = sb.read_registry();
+    assert_eq!(doc.names().collect::<Vec<_>>(), ["tool", "my-app", "my-app-2"]);
+}
+
+#[test]
+fn rg14_cl05_eight_concurrent_adds_at_limit_two() {
+    let sb = Sandbox::new();
+    sb.set_limit("2");
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            sb.cmd("agent-box-session")
+                .args(["add", &format!("s{i}"), "--harness", "claude"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut codes: Vec<i32> =
+        children.into_iter().map(|c| c.wait_with_output().unwrap().status.code().unwrap()).collect();
+    codes.sort_unstable();
+    assert_eq!(codes, [0, 0, 75, 75, 75, 75, 75, 75]);
+    assert_eq!(sb.read_registry().names().count(), 2);
+    assert_eq!(code(&session(&sb, &["add", "sh", "--harness", "shell"])), 0, "RG15: shell is always admitted");
+}
+
+#[test]
+fn cl06_restart_all_over_the_limit_changes_nothing() {
+    let sb = Sandbox::new();
+    sb.set_limit("2");
+    sb.write_registry(
+        r#"{"version":1,"sessions":{"a":{"agent":"tool"},"b":{"agent":"tool"},"c":{"agent":"tool","stopped":true}}}"#,
+    );
+    let before = registry_bytes(&sb);
+    let out = session(&sb, &["restart", "--all"]);
+    assert_eq!(code(&out), 75);
+    assert!(stderr(&out).contains("Session limit reached"));
+    assert_eq!(registry_bytes(&sb), before);
+}
+
+#[test]
+fn cl06_stop_frees_a_slot_and_restart_needs_one() {
+    let sb = Sandbox::new();
+    sb.set_limit("2");
+    assert_eq!(code(&session(&sb, &["add", "a"])), 0);
+    assert_eq!(code(&session(&sb, &["add", "b"])), 0);
+    assert_eq!(code(&session(&sb, &["stop", "a"])), 0);
+    assert_eq!(code(&session(&sb, &["add", "c"])), 0);
+    assert_eq!(code(&session(&sb, &["restart", "a"])), 75);
+    assert_eq!(code(&session(&sb, &["restart", "b"])), 0);
+}
+
+#[test]
+fn rg03_cl07_a_held_lock_means_75_and_no_change() {
+    let mut sb = Sandbox::new();
+    sb.set_env("REGISTRY_LOCK_WAIT", "1");
+    sb.write_registry(r#"{"version":1,"sessions":{"x":{"agent":"tool"}}}"#);
+    let before = registry_bytes(&sb);
+    let inode = fs::metadata(sb.registry()).unwrap().ino();
+    let _held = registry::FileLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO, false).unwrap();
+    for args in [&["add", "y"][..], &["rm", "x"], &["stop", "x"], &["restart", "x"]] {
+        let start = Instant::now();
+        let out = session(&sb, args);
+        assert!(start.elapsed() < Duration::from_secs(10), "{args:?}: liveness");
+        assert_eq!(code(&out), 75, "{args:?}");
+        assert_eq!(stderr(&out).lines().count(), 1, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("could not lock"));
+        assert_eq!(registry_bytes(&sb), before);
+        assert_eq!(fs::metadata(sb.registry()).unwrap().ino(), inode);
+    }
+    assert!(registry::atomic::temp_leftovers_of(&sb.registry()).is_empty());
+    assert_eq!(code(&session(&sb, &["ls"])), 0, "read-only verbs still answer");
+}
+
+#[test]
+fn rg02_a_waiting_add_writes_after_release() {
+    let mut sb = Sandbox::new();
+    sb.set_env("REGISTRY_LOCK_WAIT", "10");
+    sb.write_registry(r#"{"version":1,"sessions":{}}"#);
+    let lock = sb.registry().with_extension("json.lock");
+    let held = registry::FileLock::acquire(&lock, Duration::ZERO, false).unwrap();
+    let mut child = sb.cmd("agent-box-session").args(["add", "x"]).stdout(Stdio::null()).spawn().unwrap();
+    let target = fs::canonicalize(&lock).unwrap();
+    agent_box_tests::wait_until("the add to poll the lock", || {
+        fs::read_dir(format!("/proc/{}/fd", child.id()))
+            .is_ok_and(|d| d.flatten().any(|e| fs::read_link(e.path()).ok() == Some(target.clone())))
+    });
+    assert!(child.try_wait().unwrap().is_none());
+    assert_eq!(registry_bytes(&sb), b"{\"version\":1,\"sessions\":{}}");
+    drop(held);
+    assert!(child.wait().unwrap().success());
+    assert!(sb.entry("x").is_some());
+}
+
+#[test]
+fn rg04_every_edit_replaces_the_registry_never_the_lock() {
+    let sb = Sandbox::new();
+    assert_eq!(code(&session(&sb, &["add", "x"])), 0);
+    let lock = sb.registry().with_extension("json.lock");
+    let lock_inode = fs::metadata(&lock).unwrap().ino();
+    let mut inodes = vec![fs::metadata(sb.registry()).unwrap().ino()];
+    for i in 0..10 {
+        let verb = if i % 2 == 0 { "stop" } else { "restart" };
+        assert_eq!(code(&session(&sb, &[verb, "x"])), 0);
+        inodes.push(fs::metadata(sb.registry()).unwrap().ino());
+    }
+    inodes.dedup();
+    assert_eq!(inodes.len(), 11, "a new registry inode per edit");
+    assert_eq!(fs::metadata(&lock).unwrap().ino(), lock_inode);
+    assert_eq!(fs::metadata(&lock).unwrap().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn rg05_an_inherited_lock_is_adopted() {
+    let mut sb = Sandbox::new();
+    sb.set_env("AGENT_BOX_REGISTRY_LOCK_FD", "7");
+    sb.set_env("REGISTRY_LOCK_WAIT", "2");
+    sb.write_registry(r#"{"version":1,"sessions":{}}"#);
+    let lock = sb.registry().with_extension("json.lock");
+    let held = registry::FileLock::acquire(&lock, Duration::ZERO, false).unwrap();
+    let fd = held.raw_fd();
+    let mut cmd = sb.cmd("agent-box-session");
+    cmd.args(["add", "x"]);
+    unsafe {
+        cmd.pre_exec(move || {
+            if nix::libc::dup2(fd, 7) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(registry::FileLock::acquire(&lock, Duration::ZERO, false).is_err(), "the test still holds the lock");
+    drop(held);
+}
+
+#[test]
+fn rg06_a_bogus_inherited_fd_is_refused() {
+    let mut sb = Sandbox::new();
+    sb.set_env("AGENT_BOX_REGISTRY_LOCK_FD", "9");
+    sb.write_registry(r#"{"version":1,"sessions":{}}"#);
+    let out = session(&sb, &["add", "x"]);
+    assert_eq!(code(&out), 75);
+    assert!(stderr(&out).contains("AGENT_BOX_REGISTRY_LOCK_FD=9 is not an open descriptor"));
+    assert_eq!(registry_bytes(&sb), b"{\"version\":1,\"sessions\":{}}");
+}
+
+#[test]
+fn rg07_directories_0700_files_0600_and_existing_modes_kept() {
+    let sb = Sandbox::new();
+    fs::set_permissions(sb.home(), fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(code(&session(&sb, &["add", "x"])), 0);
+    let mode = |p: &std::path::Path| fs::metadata(p).unwrap().mode() & 0o777;
+    assert_eq!(mode(&sb.home().join(".config")), 0o700);
+    assert_eq!(mode(&sb.home().join(".config/agent-box")), 0o700);
+    assert_eq!(mode(&sb.registry()), 0o600);
+    assert_eq!(mode(&sb.registry().with_extension("json.lock")), 0o600);
+    assert_eq!(mode(sb.home()), 0o755);
+}
+
+#[test]
+fn rg09_unknown_fields_and_order_survive_every_edit() {
+    let sb = Sandbox::new();
+    sb.write_registry(r#"{"zTop":1,"sessions":{"m":{"zz":1,"agent":"tool","aa":{"k":[1,2]}}},"version":1,"aTop":[]}"#);
+    assert_eq!(code(&session(&sb, &["add", "n"])), 0);
+    assert_eq!(code(&session(&sb, &["stop", "m"])), 0);
+    assert_eq!(code(&session(&sb, &["restart", "m"])), 0);
+    assert_eq!(code(&session(&sb, &["rm", "n"])), 0);
+    let doc: Value = serde_json::from_slice(&registry_bytes(&sb)).unwrap();
+    let top: Vec<&String> = doc.as_object().unwrap().keys().collect();
+    assert_eq!(top, ["zTop", "sessions", "version", "aTop"]);
+    let m: Vec<&String> = doc["sessions"]["m"].as_object().unwrap().keys().collect();
+    assert_eq!(m, ["zz", "agent", "aa"]);
+    assert_eq!(doc["sessions"]["m"]["aa"], json!({"k": [1, 2]}));
+}
+
+#[test]
+fn rg10_an_invalid_registry_is_never_written_or_quarantined() {
+    for bad in [&b"not json"[..], b"{\"sessions\":{}}{}", b"\xef\xbb\xbf{\"sessions\":{}}", b"[]", b"{\"sessions\":[]}"]
+    {
+        let sb = Sandbox::new();
+        sb.write_registry("x");
+        fs::write(sb.registry(), bad).unwrap();
+        for args in [&["add", "y"][..], &["stop", "x"]] {
+            let out = session(&sb, args);
+            assert_eq!(code(&out), 1, "{args:?}");
+            assert!(stderr(&out).contains("does not parse"), "{}", stderr(&out));
+            assert!(stderr(&out).contains("the supervisor moves a corrupt registry aside on its next pass"));
+        }
+        assert_eq!(registry_bytes(&sb), bad);
+        assert_eq!(fs::read_dir(sb.registry().parent().unwrap()).unwrap().count(), 2, "registry and lock only");
+    }
+}
+
+#[test]
+fn rg01_twenty_four_gated_adds() {
+    let sb = Sandbox::new();
+    sb.set_limit("100");
+    let gate = sb.root().join("gate");
+    let bin = agent_box_tests::bins::bin("agent-box-session");
+    let children: Vec<_> = (0..24)
+        .map(|i| {
+            // Each add waits for the gate inside its own shell, so all 24 start together.
+            let script = format!(
+                "while [ ! -e '{}' ]; do sleep 0.01; done; exec '{}' add w{i} --harness tool",
+                gate.display(),
+                bin.display()
+            );
+            let mut sh = sb.cmd("agent-box-session");
+            let env: Vec<_> = sh.get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))).collect();
+            sh = Command::new("/bin/sh");
+            sh.arg("-c").arg(script).env_clear().envs(env).stdout(Stdio::null());
+            sh.spawn().unwrap()
+        })
+        .collect();
+    fs::write(&gate, b"").unwrap();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    assert_eq!(sb.read_registry().names().count(), 24);
+}
+
+#[test]
+fn cl09_missing_registry_is_never_created_and_unknown_names_are_m25() {
+    let sb = Sandbox::new();
+    for verb in ["rm", "stop", "restart"] {
+        let out = session(&sb, &[verb, "ghost"]);
+        assert!(!sb.registry().exists(), "{verb} created the registry");
+        assert!(!sb.home().join(".config").exists(), "{verb} created a directory");
+        match verb {
+            "rm" => assert_eq!((code(&out), stdout(&out).as_str()), (0, "session 'ghost' removed\n")),
+            _ => {
+                assert_eq!(code(&out), 2, "{verb}");
+                assert_eq!(stderr(&out), "no such session: 'ghost' (see agent-box-session ls)\n");
+            }
+        }
+    }
+    assert_eq!(code(&session(&sb, &["restart", "--all"])), 0);
+}
+
+#[test]
+fn cl09_restart_of_a_died_session_keeps_died() {
+    let sb = Sandbox::new();
+    sb.write_registry(r#"{"version":1,"sessions":{"d":{"agent":"tool","died":3,"stopped":true}}}"#);
+    pane(&sb, "d");
+    let out = session(&sb, &["restart", "d"]);
+    assert_eq!(
+        (code(&out), stdout(&out).as_str()),
+        (0, "session 'd' killed — the supervisor restarts it within ~2s\n")
+    );
+    let entry = sb.entry("d").unwrap();
+    assert_eq!((entry.get("died"), entry.get("stopped")), (Some(&json!(3)), None));
+    assert!(!sb.is_live("d"));
+}
+
+#[test]
+fn cl13_rm_of_a_live_hook_session_writes_the_end_before_the_lease_goes() {
+    let sb = Sandbox::new();
+    sb.write_registry(r#"{"version":1,"sessions":{"hook-a":{"agent":"tool"},"hook-b":{"agent":"tool"}}}"#);
+    pane(&sb, "hook-a");
+    sb.create_lease("hook-a");
+    let filters = sb.home().join(".local/state/local-webhook");
+    fs::create_dir_all(&filters).unwrap();
+    fs::write(filters.join("filter.agent-hook-a.json"), b"{}").unwrap();
+    fs::write(filters.join("filter.agent-hook-b.json"), b"{}").unwrap();
+    let out = session(&sb, &["rm", "hook-a"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!sb.is_live("hook-a") && sb.entry("hook-a").is_none());
+    assert!(sb.lease("hook-a").is_none());
+    assert!(!filters.join("filter.agent-hook-a.json").exists() && filters.join("filter.agent-hook-b.json").exists());
+    let log = sb.hook_log();
+    assert_eq!(log.len(), 1);
+    assert_eq!(
+        (&log[0]["how"], log[0]["lifeSeconds"].is_u64()),
+        (&json!("rm"), true),
+        "written while the lease existed"
+    );
+    let again = session(&sb, &["rm", "hook-a"]);
+    assert_eq!(code(&again), 0);
+    assert_eq!(sb.hook_log().len(), 1, "LS06: exactly one end record");
+}
+
+#[test]
+fn stop_flags_then_kills_with_the_right_message() {
+    let sb = Sandbox::new();
+    sb.write_registry(r#"{"version":1,"sessions":{"p":{"agent":"tool"},"e":{"agent":"tool","ephemeral":true}}}"#);
+    pane(&sb, "p");
+    let out = session(&sb, &["stop", "p"]);
+    assert_eq!(
+        stdout(&out),
+        "session 'p' stopped — still listed, not respawned; 'agent-box-session restart p' revives it\n"
+    );
+    assert!(!sb.is_live("p"));
+    assert_eq!(sb.entry("p").unwrap()["stopped"], json!(true));
+    let out = session(&sb, &["stop", "e"]);
+    assert!(stdout(&out).contains("one-shot (--ephemeral), so the supervisor delists it within ~2s"));
+}
+
+#[test]
+fn restart_of_an_unlisted_live_session_kills_it() {
+    let sb = Sandbox::new();
+    pane(&sb, "stray");
+    let out = session(&sb, &["restart", "stray"]);
+    assert_eq!((code(&out), stdout(&out).as_str()), (0, "session 'stray' killed — unlisted, so nothing restarts it\n"));
+}
+
+#[test]
+fn out_of_scope_verbs_and_options_are_refused() {
+    let sb = Sandbox::new();
+    for (args, text) in [
+        (&["env", "list"][..], "'env' is not part of this build (the env store is not included)"),
+        (&["whatsapp"], "'whatsapp' is not part of this build (WhatsApp routing is not included)"),
+        (&["profile", "x"], "'profile' is not part of this build (profiles need the external profile tool)"),
+        (
+            &["add", "x", "--profile", "p"],
+            "'--profile' is not part of this build (profiles need the external profile tool)",
+        ),
+        (
+            &["add", "x", "--whatsapp", "on"],
+            "'--whatsapp' is not part of this build (WhatsApp routing is not included)",
+        ),
+    ] {
+        let out = session(&sb, args);
+        assert_eq!(code(&out), 2, "{args:?}");
+        assert_eq!(stderr(&out), format!("agent-box-session: {text}\n"));
+    }
+    assert!(!sb.registry().exists());
+}
+
+#[test]
+fn kill_failure_is_exit_1_and_never_reported_as_success() {
+    let mut sb = Sandbox::new();
+    sb.write_registry(r#"{"version":1,"sessions":{"x":{"agent":"tool"}}}"#);
+    sb.set_env("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux");
+    let out = session(&sb, &["stop", "x"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("could not kill tmux session 'x': tmux did not run"));
+    let add = session(&sb, &["add", "y"]);
+    assert_eq!(code(&add), 75, "capacity cannot be checked without tmux");
+    assert!(stderr(&add).contains("cannot check session capacity"));
+}
+
+#[test]
+fn configuration_errors_are_exit_2() {
+    let mut sb = Sandbox::new();
+    sb.set_env("HOME", "relative/home");
+    let out = session(&sb, &["ls"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(stderr(&out), "agent-box-session: HOME must be an absolute path (it is 'relative/home')\n");
+    let mut sb = Sandbox::new();
+    sb.set_env("USER", "../x");
+    let out = session(&sb, &["ls"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("cannot tell a usable user name (USER='../x'"));
+    let mut sb = Sandbox::new();
+    sb.remove_env("AGENT_BOX_AGENTS");
+    assert_eq!(code(&session(&sb, &["add", "x"])), 2);
+}
