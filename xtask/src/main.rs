@@ -1,6 +1,9 @@
 //! Project automation, run as `cargo xtask <command>` (alias in `.cargo/config.toml`, spec 70 §1).
 
+mod bake_epilogue;
+mod bench;
 mod ci;
+mod demo;
 mod exit;
 mod run;
 mod walk;
@@ -21,6 +24,19 @@ struct Cli {
 enum Command {
     /// Run every check (setup, fmt, clippy, test, golden, nix-parse); the project's one test command.
     Ci,
+    /// Show the supervisor doing its main job for ~20 s in a private root and tmux server, then tear down.
+    Demo {
+        /// Keep the demo root under target/tmp/demo for inspection (processes are stopped either way).
+        #[arg(long)]
+        keep: bool,
+        /// Print only the milestone lines.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Build agent-box-mark-stopped with a registry path and state directory baked in, verify it, install it.
+    BakeEpilogue(bake_epilogue::BakeArgs),
+    /// Measure the quality bars of spec 90 (epilogue, tick, add, rmw, crash) and write target/bench/report.json.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -30,6 +46,9 @@ fn main() -> ExitCode {
     };
     let code = match cli.command {
         Command::Ci => ci::run(),
+        Command::Demo { keep, quiet } => demo::run(keep, quiet),
+        Command::BakeEpilogue(args) => bake_epilogue::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     ExitCode::from(code)
 }

@@ -1,0 +1,397 @@
+//! bench section `epilogue` (spec 90 §3, bars Q1 and Q2): wall time of the baked `agent-box-mark-stopped` for a
+//! clean exit (a), a leased hook crash (b) and (a) on tmpfs (c), each interleaved with `/bin/true`; the size of the
+//! static and the dev build; with `--callgrind` the instruction counts of (a) and (b).
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agent_box_tests::Sandbox;
+use agent_box_tests::bake::Profile;
+use lease::{HookLog, LeaseDir, SpawnRecord};
+use registry::{Document, SessionName};
+use serde_json::Value;
+
+use super::fail::{Context, Failure, Outcome, fail};
+use super::report::{Bar, Metric, Scope, Unit};
+use super::runner::{Paired, interleaved, time_once};
+use super::world::{
+    BenchRoot, Kind, command_in, echo_product, numbered, output, print_sandbox_env, registry_bytes, sandbox_env,
+};
+use super::{Bench, facts};
+use crate::bake_epilogue::bake_echoed;
+use crate::run;
+
+const SECTION: &str = "epilogue";
+const WARMUP: usize = 20;
+const RUNS: usize = 500;
+/// The non-hook entry of case (a).
+const MAIN: &str = "main";
+/// The leased hook entry of case (b).
+const HOOK: &str = "hook-bench-a1b2";
+/// The crash status of case (b).
+const CRASH_STATUS: &str = "3";
+/// Q1: 2 ms. Q2: 1.5 MiB.
+const Q1_MS: f64 = 2.0;
+const Q2_BYTES: f64 = 1_572_864.0;
+
+/// The files an epilogue run changes, as they were before it, so every sample starts from the same state.
+#[derive(Debug)]
+struct Fixture {
+    root: BenchRoot,
+    registry: Vec<u8>,
+    lease_path: PathBuf,
+    lease: Vec<u8>,
+    hook_log: Vec<u8>,
+    gen_: String,
+}
+
+impl Fixture {
+    /// Q-3.1: a 20-entry registry (`main`, the hook entry and 18 others), a lease for the hook entry and a hook
+    /// log holding its spawn line, as webhook-spawn leaves them.
+    fn create(root: &BenchRoot) -> Outcome<Self> {
+        root.reset()?;
+        let mut names = vec![(MAIN.to_owned(), Kind::Plain), (HOOK.to_owned(), Kind::Hook)];
+        names.extend(numbered("session", 18, Kind::Plain));
+        let registry = registry_bytes(&names)?;
+        fs::write(&root.registry, &registry).context(|| format!("writing {}", root.registry.display()))?;
+        let hook = SessionName::parse(HOOK).context(|| "hook name".into())?;
+        let log = HookLog::new(root.hook_log());
+        let leases = LeaseDir::new(root.lease_dir());
+        let gen_ = leases
+            .create(&hook, "github:acme/widgets", Some("7"), Some(&log))
+            .context(|| "creating the lease".into())?;
+        let spawn =
+            SpawnRecord { name: &hook, topic: "github:acme/widgets", event: "issues", object: Some("7"), count: None };
+        drop(log.append_spawn(&spawn));
+        let lease_path = leases.lease_path(&hook);
+        let read = |p: &Path| fs::read(p).context(|| format!("reading {}", p.display()));
+        Ok(Self {
+            lease: read(&lease_path)?,
+            hook_log: read(&root.hook_log())?,
+            lease_path,
+            registry,
+            gen_: gen_.to_string(),
+            root: root.clone(),
+        })
+    }
+
+    /// Puts the registry, the lease and the hook log back (outside the timed region, Q-3.2).
+    fn restore(&self) -> Outcome<()> {
+        for (path, bytes) in [
+            (&self.root.registry, &self.registry),
+            (&self.lease_path, &self.lease),
+            (&self.root.hook_log(), &self.hook_log),
+        ] {
+            fs::write(path, bytes).context(|| format!("restoring {}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    fn entry(&self, name: &str) -> Outcome<serde_json::Map<String, Value>> {
+        let bytes = fs::read(&self.root.registry).context(|| "reading the registry".into())?;
+        let doc = Document::parse(&bytes).map_err(|e| Failure(format!("the registry is not valid: {e}")))?;
+        doc.entry(name).map(|e| e.raw().clone()).context(|| format!("entry {name} is gone"))
+    }
+}
+
+/// One measured case: argv of the epilogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Case {
+    /// (a) clean exit of a non-hook session.
+    Clean,
+    /// (b) crash of a leased hook session with a matching gen.
+    HookCrash,
+}
+
+impl Case {
+    fn args(self, fixture: &Fixture) -> Vec<String> {
+        match self {
+            Self::Clean => vec![MAIN.into(), "0".into()],
+            Self::HookCrash => vec![HOOK.into(), CRASH_STATUS.into(), fixture.gen_.clone()],
+        }
+    }
+
+    /// Checks that one run did the case's work; otherwise the samples would time an epilogue that wrote nothing.
+    fn verify(self, fixture: &Fixture) -> Outcome<()> {
+        match self {
+            Self::Clean => {
+                let entry = fixture.entry(MAIN)?;
+                if entry.get("stopped") != Some(&Value::Bool(true)) {
+                    return fail("agent-box-mark-stopped main 0 did not set stopped: true");
+                }
+            }
+            Self::HookCrash => {
+                let entry = fixture.entry(HOOK)?;
+                if entry.get("died").and_then(Value::as_u64) != Some(3) {
+                    return fail(format!("agent-box-mark-stopped {HOOK} 3 GEN did not set died: 3"));
+                }
+                let lease = fs::read_to_string(&fixture.lease_path).unwrap_or_default();
+                let log = fs::read(fixture.root.hook_log()).unwrap_or_default();
+                if !lease.contains("\"died:3\"") || log.len() <= fixture.hook_log.len() {
+                    return fail("the hook crash did not mark the lease died:3 and append its end record");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The epilogue section.
+pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
+    let baked = bench.baked()?.to_path_buf();
+    // XT-1.5: products run in a sandbox (cleared environment, temporary HOME, private tmux), even this one,
+    // which reads no environment at all.
+    let sandbox = Sandbox::new();
+    let env = sandbox_env(&sandbox);
+    print_sandbox_env(SECTION, &env);
+    let home = sandbox.home().to_path_buf();
+    sizes(bench, &baked, metrics)?;
+
+    let fixture = Fixture::create(&bench.root)?;
+    let fs_type = facts::fs_type(&bench.root.state);
+    let clean = measure(&fixture, &baked, Case::Clean, &env, &home)?;
+    push_case(metrics, &format!("(a) mark-stopped main 0, 20 entries, {fs_type}"), &clean, true);
+    let crash = measure(&fixture, &baked, Case::HookCrash, &env, &home)?;
+    push_case(metrics, &format!("(b) leased hook crash, gen matches, {fs_type}"), &crash, false);
+    on_tmpfs(&env, &home, metrics)?;
+
+    if let Some(hyperfine) = &bench.tools.hyperfine {
+        hyperfine_check(bench, hyperfine, &fixture, &baked, &env, &home, metrics)?;
+    }
+    if let Some(time) = &bench.tools.gnu_time {
+        peak_rss(&fixture, time, &baked, &env, &home, metrics)?;
+    }
+    if bench.callgrind {
+        callgrind(bench, &fixture, &baked, &env, &home, metrics)?;
+    }
+    bench.root.reset()
+}
+
+/// Interleaved samples of `case` and of `/bin/true`, after one verified untimed run.
+fn measure(fixture: &Fixture, baked: &Path, case: Case, env: &[(OsString, OsString)], home: &Path) -> Outcome<Paired> {
+    let mut cmd = command_in(env, home, baked);
+    cmd.args(case.args(fixture));
+    println!(
+        "{SECTION}: {WARMUP} warm-up + {RUNS} timed runs, interleaved with /bin/true, registry restored before each:"
+    );
+    println!("{}", echo_product(&cmd));
+    fixture.restore()?;
+    time_once(&mut cmd)?;
+    case.verify(fixture)?;
+    let mut baseline = command_in(env, home, Path::new("/bin/true"));
+    interleaved(&mut cmd, &mut baseline, WARMUP, RUNS, || fixture.restore())
+}
+
+/// The case's samples (with the Q1 bar for case (a)) and those of its interleaved baseline; `name` starts with
+/// the case's label, `(a)`, `(b)` or `(c)`.
+fn push_case(metrics: &mut Vec<Metric>, name: &str, paired: &Paired, is_bar_case: bool) {
+    let label = name.split_whitespace().next().unwrap_or(name);
+    let (m, t) = (median(&paired.measured), median(&paired.baseline));
+    let mut metric =
+        Metric::sampled(SECTION, name, Unit::Millis, paired.measured.clone()).with_ratio(m / t, "/bin/true");
+    if is_bar_case {
+        metric = metric.with_bar(Bar::at_most("Q1", Q1_MS, Scope::ReferenceOnly));
+    }
+    metrics.push(metric);
+    metrics.push(Metric::sampled(
+        SECTION,
+        format!("    /bin/true, interleaved with {label}"),
+        Unit::Millis,
+        paired.baseline.clone(),
+    ));
+}
+
+fn median(values: &[f64]) -> f64 {
+    super::stats::Summary::of(values).map_or(f64::NAN, |s| s.median)
+}
+
+/// Q2: the baked static binary against 1.5 MiB, and the dev-profile dynamic build for comparison (Q-3.4).
+fn sizes(bench: &Bench, baked: &Path, metrics: &mut Vec<Metric>) -> Outcome<()> {
+    let size = |p: &Path| fs::metadata(p).map(|m| m.len() as f64).context(|| format!("size of {}", p.display()));
+    let linkage = crate::bake_epilogue::linkage(baked).context(|| format!("reading {}", baked.display()))?;
+    let static_size = size(baked)?;
+    metrics.push(
+        Metric::single(SECTION, format!("size, profile epilogue ({linkage}, stripped)"), Unit::Bytes, static_size)
+            .with_bar(Bar::at_most("Q2", Q2_BYTES, Scope::Everywhere)),
+    );
+    let dev = bake_echoed(&bench.root.registry, &bench.root.state, Profile::Dev)
+        .map_err(|stop| Failure(format!("dev bake failed: {}", stop.message)))?;
+    let dev_linkage = crate::bake_epilogue::linkage(&dev).context(|| format!("reading {}", dev.display()))?;
+    let dev_size = size(&dev)?;
+    metrics.push(
+        Metric::single(SECTION, format!("size, profile dev ({dev_linkage}, debug info)"), Unit::Bytes, dev_size)
+            .with_ratio(static_size / dev_size, "epilogue/dev"),
+    );
+    Ok(())
+}
+
+/// Case (c): case (a) with the root on tmpfs, which takes the two fsyncs out of the figure (Q-3.3). Its own bake,
+/// for a fixed path under `/dev/shm` so that the bake cache serves later runs.
+fn on_tmpfs(env: &[(OsString, OsString)], home: &Path, metrics: &mut Vec<Metric>) -> Outcome<()> {
+    let shm = Path::new("/dev/shm");
+    if facts::fs_type(shm) != "tmpfs" {
+        println!("{SECTION}: (c) skipped: /dev/shm is not a tmpfs here");
+        return Ok(());
+    }
+    let root = BenchRoot::at(&shm.join(format!("agent-box-bench-{}", nix::unistd::getuid())));
+    let baked = bake_echoed(&root.registry, &root.state, Profile::Epilogue)
+        .map_err(|stop| Failure(format!("bake for /dev/shm failed: {}", stop.message)))?;
+    let result = Fixture::create(&root).and_then(|fixture| measure(&fixture, &baked, Case::Clean, env, home));
+    // The tmpfs root is memory: never leave it behind, whatever happened.
+    let _ = fs::remove_dir_all(&root.root);
+    push_case(metrics, "(c) = (a) on tmpfs /dev/shm", &result?, false);
+    Ok(())
+}
+
+/// Case (a) and `/bin/true` once more through hyperfine (Q-1.5: `-N --warmup 20 --runs N --prepare …
+/// --export-json`), as a cross-check. Informative only: hyperfine runs all samples of one command before the next
+/// one's, so its figures are not interleaved (Q-1.2) and the bar stays on the built-in runner's.
+fn hyperfine_check(
+    bench: &Bench,
+    hyperfine: &Path,
+    fixture: &Fixture,
+    baked: &Path,
+    env: &[(OsString, OsString)],
+    home: &Path,
+    metrics: &mut Vec<Metric>,
+) -> Outcome<()> {
+    // Case (a) changes only the registry, so restoring it is the whole preparation.
+    let copy = fixture.root.root.join("sessions.fixture.json");
+    fs::write(&copy, &fixture.registry).context(|| format!("writing {}", copy.display()))?;
+    let json = bench.dir.join("hyperfine-epilogue.json");
+    let quote = |p: &Path| run::shell_quote(&p.to_string_lossy());
+    let mut cmd = command_in(env, home, hyperfine);
+    cmd.args(["-N", "--style", "none", "--warmup", &WARMUP.to_string(), "--runs", &RUNS.to_string(), "--prepare"])
+        .arg(format!("cp {} {}", quote(&copy), quote(&fixture.root.registry)))
+        .arg("--export-json")
+        .arg(&json)
+        .arg(format!("{} main 0", quote(baked)))
+        .arg("/bin/true");
+    let out = output(&mut cmd).context(|| "running hyperfine".into())?;
+    if !out.status.success() {
+        return fail(format!("hyperfine exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let text = fs::read_to_string(&json).context(|| format!("reading {}", json.display()))?;
+    let [a, t] = hyperfine_times(&text).context(|| format!("unexpected hyperfine export {}", json.display()))?;
+    let ratio = median(&a) / median(&t);
+    metrics.push(
+        Metric::sampled(SECTION, "(a) again, hyperfine, not interleaved", Unit::Millis, a)
+            .with_ratio(ratio, "/bin/true (hyperfine)"),
+    );
+    metrics.push(Metric::sampled(SECTION, "    /bin/true, hyperfine", Unit::Millis, t));
+    Ok(())
+}
+
+/// The sample times (ms) of the two commands of a hyperfine JSON export.
+fn hyperfine_times(text: &str) -> Option<[Vec<f64>; 2]> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    let times = |i: usize| -> Option<Vec<f64>> {
+        let list = value.get("results")?.get(i)?.get("times")?.as_array()?;
+        list.iter().map(|t| t.as_f64().map(|s| s * 1000.0)).collect()
+    };
+    Some([times(0)?, times(1)?])
+}
+
+/// Peak RSS of case (a) through GNU time (Q-1.5), for reference.
+fn peak_rss(
+    fixture: &Fixture,
+    time: &Path,
+    baked: &Path,
+    env: &[(OsString, OsString)],
+    home: &Path,
+    metrics: &mut Vec<Metric>,
+) -> Outcome<()> {
+    fixture.restore()?;
+    let mut cmd = command_in(env, home, time);
+    cmd.args(["-f", "%M"]).arg(baked).args(Case::Clean.args(fixture));
+    let out = output(cmd.stderr(std::process::Stdio::piped())).context(|| "running GNU time".into())?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let kib: f64 =
+        text.lines().last().and_then(|l| l.trim().parse().ok()).context(|| format!("GNU time printed {text:?}"))?;
+    metrics.push(Metric::single(SECTION, "(a) peak RSS (GNU time)", Unit::KiB, kib));
+    Ok(())
+}
+
+/// `Ir` of cases (a) and (b) under callgrind (Q-1.4), when valgrind is installed.
+fn callgrind(
+    bench: &Bench,
+    fixture: &Fixture,
+    baked: &Path,
+    env: &[(OsString, OsString)],
+    home: &Path,
+    metrics: &mut Vec<Metric>,
+) -> Outcome<()> {
+    let Some(valgrind) = &bench.tools.valgrind else {
+        println!("{SECTION}: --callgrind needs valgrind (Debian: sudo apt-get install valgrind); skipped");
+        return Ok(());
+    };
+    for (case, name) in
+        [(Case::Clean, "(a) instructions (callgrind)"), (Case::HookCrash, "(b) instructions (callgrind)")]
+    {
+        fixture.restore()?;
+        let out_file =
+            bench.dir.join(format!("callgrind.epilogue-{}.out", if case == Case::Clean { "a" } else { "b" }));
+        let mut cmd = command_in(env, home, valgrind);
+        cmd.arg("--tool=callgrind").arg(format!("--callgrind-out-file={}", out_file.display())).arg(baked);
+        cmd.args(case.args(fixture));
+        let ir = callgrind_ir(&mut cmd, &out_file)?;
+        case.verify(fixture)?;
+        metrics.push(Metric::single(SECTION, name, Unit::Instr, ir));
+    }
+    Ok(())
+}
+
+/// Runs a callgrind command (echoed) and reads the total `Ir` from its output file.
+pub fn callgrind_ir(cmd: &mut Command, out_file: &Path) -> Outcome<f64> {
+    let out = output(cmd).context(|| "running valgrind".into())?;
+    if !out.status.success() {
+        return fail(format!("valgrind exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let text = fs::read_to_string(out_file).context(|| format!("reading {}", out_file.display()))?;
+    let _ = fs::remove_file(out_file);
+    parse_ir(&text).context(|| format!("no summary line in {}", out_file.display()))
+}
+
+/// The `summary:` (or `totals:`) line of a callgrind output file.
+fn parse_ir(text: &str) -> Option<f64> {
+    let line = text.lines().find_map(|l| l.strip_prefix("summary:").or_else(|| l.strip_prefix("totals:")))?;
+    line.split_whitespace().next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_hyperfine_export() {
+        let text =
+            r#"{"results":[{"command":"a","median":0.002,"times":[0.001,0.002]},{"command":"t","times":[0.0005]}]}"#;
+        assert_eq!(hyperfine_times(text), Some([vec![1.0, 2.0], vec![0.5]]));
+        assert_eq!(hyperfine_times("{}"), None);
+    }
+
+    #[test]
+    fn reads_callgrind_summary() {
+        assert_eq!(parse_ir("events: Ir\nfn=main\n5 10\nsummary: 123456\n"), Some(123456.0));
+        assert_eq!(parse_ir("totals: 77\n"), Some(77.0));
+        assert_eq!(parse_ir("events: Ir\n"), None);
+    }
+
+    #[test]
+    fn fixture_restores_every_changed_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = BenchRoot::at(dir.path());
+        let fixture = Fixture::create(&root).unwrap();
+        let doc = Document::parse(&fs::read(&root.registry).unwrap()).unwrap();
+        assert_eq!(doc.names().count(), 20);
+        assert!(registry::is_uuid(&fixture.gen_));
+        fs::write(&root.registry, b"changed").unwrap();
+        fs::write(root.hook_log(), b"changed").unwrap();
+        fixture.restore().unwrap();
+        assert_eq!(fs::read(&root.registry).unwrap(), fixture.registry);
+        assert_eq!(fs::read(root.hook_log()).unwrap(), fixture.hook_log);
+        assert!(Case::Clean.verify(&fixture).is_err(), "an untouched fixture must not pass as recorded");
+    }
+}

@@ -1,0 +1,380 @@
+//! `cargo xtask bench`: measures the quality bars of spec 90 (sections `epilogue`, `tick`, `add`, `rmw`,
+//! `crash`) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
+//! `target/bench/report.json`. Exit 0; with `--enforce` 100 when a bar that applies here fails; 96 when the
+//! setup or a section cannot run.
+
+mod add;
+mod crash;
+mod epilogue;
+mod facts;
+mod fail;
+mod interrupt;
+mod procfs;
+mod report;
+mod rmw;
+mod runner;
+mod stats;
+mod tick;
+mod tools;
+mod world;
+
+use std::fs;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use rand::RngExt;
+use registry::FileLock;
+use serde_json::{Value, json};
+
+use self::facts::Facts;
+use self::fail::{Context, Failure, Outcome, fail};
+use self::report::{Metric, Verdict};
+use self::tools::Tools;
+use self::world::BenchRoot;
+use crate::bake_epilogue::bake_echoed;
+use crate::{exit, run as runner_cmd};
+
+/// Arguments of `cargo xtask bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Exit 100 when a bar that applies to this machine fails.
+    #[arg(long)]
+    enforce: bool,
+    /// Also count instructions (callgrind `Ir`) of the epilogue and of one supervisor tick; needs valgrind.
+    #[arg(long)]
+    callgrind: bool,
+    /// Compare with the binaries of git revision REV, run alternately (not implemented yet).
+    #[arg(long, value_name = "REV")]
+    baseline: Option<String>,
+    /// Seed of the crash section's random choices; printed on every run so a run can be replayed.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Iterations of the crash section (spec: 1000); fewer only for a quick replay of a seed.
+    #[arg(long, value_name = "N", default_value_t = 1000, hide = true)]
+    crash_iterations: usize,
+    /// Sections to run (all when none is given).
+    #[arg(value_enum, value_name = "FILTER")]
+    filter: Vec<Section>,
+}
+
+/// The sections of spec 90, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum Section {
+    Epilogue,
+    Tick,
+    Add,
+    Rmw,
+    Crash,
+    Faults,
+}
+
+impl Section {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Epilogue => "epilogue",
+            Self::Tick => "tick",
+            Self::Add => "add",
+            Self::Rmw => "rmw",
+            Self::Crash => "crash",
+            Self::Faults => "faults",
+        }
+    }
+}
+
+const ALL: [Section; 6] =
+    [Section::Epilogue, Section::Tick, Section::Add, Section::Rmw, Section::Crash, Section::Faults];
+
+/// What every section may use: options, tools, paths and the baked epilogue.
+#[derive(Debug)]
+pub struct Bench {
+    pub callgrind: bool,
+    pub seed: u64,
+    pub crash_iterations: usize,
+    pub tools: Tools,
+    /// `target/release`, where the binaries under test are.
+    pub release: PathBuf,
+    /// `target/bench`.
+    pub dir: PathBuf,
+    /// The fixed root the epilogue is baked for.
+    pub root: BenchRoot,
+    /// The epilogue baked (profile `epilogue`) for `root`, when a selected section needs it.
+    pub baked: Option<PathBuf>,
+    _lock: FileLock,
+}
+
+impl Bench {
+    fn baked(&self) -> Outcome<&Path> {
+        self.baked.as_deref().context(|| "the baked epilogue is missing".into())
+    }
+}
+
+/// Runs bench and returns the exit code.
+pub fn run(args: &BenchArgs) -> u8 {
+    let sections = selected(&args.filter);
+    if let Some(rev) = &args.baseline {
+        println!("bench: --baseline is not implemented yet (ignoring --baseline {rev})");
+    }
+    if sections.contains(&Section::Faults) {
+        println!("bench: faults: not implemented yet");
+    }
+    let measured: Vec<Section> = sections.into_iter().filter(|s| *s != Section::Faults).collect();
+    if measured.is_empty() {
+        println!("bench: nothing to measure");
+        return exit::SUCCESS;
+    }
+    let started = Instant::now();
+    interrupt::install();
+    let (bench, facts) = match setup(args, &measured) {
+        Ok(ready) => ready,
+        Err(failure) => {
+            eprintln!("bench: setup failed: {failure}");
+            return if interrupt::interrupted() { INTERRUPTED } else { exit::SETUP };
+        }
+    };
+    let reference = facts.reference_mismatches().is_empty();
+    let mut metrics = Vec::new();
+    let mut failures = Vec::new();
+    for section in &measured {
+        if interrupt::interrupted() {
+            break;
+        }
+        println!("==> bench {}", section.name());
+        let section_started = Instant::now();
+        match run_section(*section, &bench, &mut metrics) {
+            Ok(()) => println!("--> {} done ({:.1}s)", section.name(), section_started.elapsed().as_secs_f64()),
+            Err(failure) => {
+                println!("--> {} could not run: {failure}", section.name());
+                failures.push((*section, failure));
+            }
+        }
+    }
+    finish(&bench, &facts, reference, &metrics, &failures, started.elapsed());
+    if interrupt::interrupted() {
+        return INTERRUPTED;
+    }
+    exit_code(&metrics, &failures, reference, args.enforce)
+}
+
+/// The exit code after Ctrl-C, as a shell reports a process ended by SIGINT (and as `demo` exits, XT-3.6).
+const INTERRUPTED: u8 = 130;
+
+/// The sections a FILTER list selects: all when empty; each once, in spec order.
+fn selected(filter: &[Section]) -> Vec<Section> {
+    if filter.is_empty() {
+        return ALL.to_vec();
+    }
+    let mut chosen = filter.to_vec();
+    chosen.sort();
+    chosen.dedup();
+    chosen
+}
+
+/// 96 when anything could not run; else 100 under `--enforce` when a bar that applies here failed; else 0.
+fn exit_code(metrics: &[Metric], failures: &[(Section, Failure)], reference: bool, enforce: bool) -> u8 {
+    if !failures.is_empty() {
+        exit::SETUP
+    } else if enforce && metrics.iter().any(|m| m.verdict(reference) == Verdict::Fail) {
+        exit::CHECK_FAILED
+    } else {
+        exit::SUCCESS
+    }
+}
+
+/// Runs one section; a panic inside the harness (a wait that timed out, a sandbox that could not be built)
+/// becomes a failure of that section only, after the sandbox's own teardown has run during the unwind.
+fn run_section(section: Section, bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
+    let body = AssertUnwindSafe(|| match section {
+        Section::Epilogue => epilogue::run(bench, metrics),
+        Section::Tick => tick::run(bench, metrics),
+        Section::Add => add::run(bench, metrics),
+        Section::Rmw => rmw::run(bench, metrics),
+        Section::Crash => crash::run(bench, metrics),
+        Section::Faults => Ok(()),
+    });
+    catch_unwind(body).unwrap_or_else(|payload| {
+        let text = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        fail(format!("panicked: {text}"))
+    })
+}
+
+/// Facts, tools, the release build, the sandbox location and the bake: everything before the first section.
+fn setup(args: &BenchArgs, sections: &[Section]) -> Outcome<(Bench, Facts)> {
+    let target = target_dir();
+    let dir = target.join("bench");
+    fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
+    // Two bench runs at once would measure each other and share the fixed root.
+    let lock = FileLock::acquire(&dir.join(".lock"), Duration::ZERO, false)
+        .context(|| format!("another bench run holds {}", dir.join(".lock").display()))?;
+    let root = BenchRoot::at(&dir.join("root"));
+    let facts = Facts::gather(&dir);
+    print_facts(&facts);
+    let tools = Tools::detect();
+    println!("{}", tools.line());
+    if let Some(hint) = tools::install_hint(&tools.missing_packages(args.callgrind)) {
+        println!("{hint}");
+    }
+    if facts.tmux == "unknown" {
+        return fail(
+            "tmux is required by the bench sandboxes and is not installed; install it (Debian: sudo apt-get install tmux) and run again",
+        );
+    }
+    build_release()?;
+    let release = target.join("release");
+    check_binaries(&release)?;
+    agent_box_tests::bins::use_bin_dir(release.clone());
+    place_sandboxes(&dir.join("sandboxes"))?;
+    let seed = args.seed.unwrap_or_else(|| rand::rng().random());
+    let needs_bake = sections.iter().any(|s| matches!(s, Section::Epilogue | Section::Crash));
+    let baked = if needs_bake { Some(bake_for(&root)?) } else { None };
+    let bench = Bench {
+        callgrind: args.callgrind,
+        seed,
+        crash_iterations: args.crash_iterations,
+        tools,
+        release,
+        dir,
+        root,
+        baked,
+        _lock: lock,
+    };
+    Ok((bench, facts))
+}
+
+fn print_facts(facts: &Facts) {
+    for line in facts.lines() {
+        println!("{line}");
+    }
+    let mismatches = facts.reference_mismatches();
+    if mismatches.is_empty() {
+        println!("reference  yes: absolute timing bars are judged on this machine (Q-1.3)");
+    } else {
+        println!(
+            "reference  no ({}): absolute timing bars are informative here, shown as (pass)/(over); compare the ratios",
+            mismatches.join(", ")
+        );
+    }
+}
+
+/// `CARGO_TARGET_DIR` when set (relative to the workspace root), else `<workspace>/target`.
+fn target_dir() -> PathBuf {
+    let root = runner_cmd::workspace_root();
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |dir| root.join(dir))
+}
+
+/// Release binaries and examples (rmw) in the normal target directory.
+fn build_release() -> Outcome<()> {
+    let mut cmd = runner_cmd::command("cargo");
+    cmd.args(["build", "--release", "--workspace", "--bins", "--examples", "--locked"]);
+    let status = runner_cmd::status(&mut cmd).context(|| "cannot run cargo".into())?;
+    if !status.success() {
+        return fail(format!("the release build failed ({status}); the binaries under test did not build"));
+    }
+    Ok(())
+}
+
+fn check_binaries(release: &Path) -> Outcome<()> {
+    for name in ["agent-box-supervisor", "agent-box-mark-stopped", "examples/rmw"] {
+        let path = release.join(name);
+        if !path.is_file() {
+            return fail(format!("{} is missing after the release build", path.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Makes every harness sandbox root live under `target/bench/sandboxes/` (local disk, as wants for the
+/// state directory) instead of the system temp directory. Whatever is there is left from a killed run: the
+/// bench lock is held, so nobody else uses it.
+fn place_sandboxes(dir: &Path) -> Outcome<()> {
+    if dir.exists() {
+        fs::remove_dir_all(dir).context(|| format!("removing {}", dir.display()))?;
+    }
+    fs::create_dir_all(dir).context(|| format!("creating {}", dir.display()))?;
+    tempfile::env::override_temp_dir(dir)
+        .map_err(|other| Failure(format!("the sandbox directory is already {}", other.display())))
+}
+
+/// The epilogue baked with profile `epilogue` for the bench root.
+fn bake_for(root: &BenchRoot) -> Outcome<PathBuf> {
+    println!("bench: baking the epilogue for {}", root.root.display());
+    bake_echoed(&root.registry, &root.state, agent_box_tests::bake::Profile::Epilogue)
+        .map_err(|stop| Failure(format!("bake failed (exit {}): {}", stop.code, stop.message)))
+}
+
+/// Prints the table and the summary line and writes `report.json`.
+fn finish(
+    bench: &Bench,
+    facts: &Facts,
+    reference: bool,
+    metrics: &[Metric],
+    failures: &[(Section, Failure)],
+    elapsed: Duration,
+) {
+    println!();
+    print!("{}", report::table(metrics, reference));
+    let failed = metrics.iter().filter(|m| m.verdict(reference) == Verdict::Fail).count();
+    let not_judged = metrics.iter().filter(|m| matches!(m.verdict(reference), Verdict::NotJudged { .. })).count();
+    let path = bench.dir.join("report.json");
+    let json = report_json(bench, facts, reference, metrics, failures);
+    match serde_json::to_vec_pretty(&json).map_err(std::io::Error::other).and_then(|b| fs::write(&path, b)) {
+        Ok(()) => println!("bench: report written to {}", path.display()),
+        Err(err) => eprintln!("bench: cannot write {}: {err}", path.display()),
+    }
+    println!(
+        "bench: {} metrics, {failed} bars failed, {not_judged} not judged on this machine, {} sections could not run ({:.0}s)",
+        metrics.len(),
+        failures.len(),
+        elapsed.as_secs_f64()
+    );
+}
+
+fn report_json(
+    bench: &Bench,
+    facts: &Facts,
+    reference: bool,
+    metrics: &[Metric],
+    failures: &[(Section, Failure)],
+) -> Value {
+    json!({
+        "facts": facts.json(),
+        "referenceMachine": reference,
+        "seed": bench.seed,
+        "crashIterations": bench.crash_iterations,
+        "failures": failures.iter().map(|(s, f)| json!({"section": s.name(), "message": f.0})).collect::<Vec<_>>(),
+        "metrics": metrics.iter().map(|m| report::metric_json(m, reference)).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use report::{Bar, Scope, Unit};
+
+    #[test]
+    fn filter_selects_in_spec_order_without_duplicates() {
+        assert_eq!(selected(&[]), ALL.to_vec());
+        assert_eq!(selected(&[Section::Crash, Section::Epilogue, Section::Crash]), [Section::Epilogue, Section::Crash]);
+    }
+
+    #[test]
+    fn exit_codes() {
+        let failing = vec![Metric::single("rmw", "lost", Unit::Count, 3.0).with_bar(Bar::exactly("Q6", 0.0))];
+        let slow = vec![Metric::single("epilogue", "a", Unit::Millis, 9.0).with_bar(Bar::at_most(
+            "Q1",
+            2.0,
+            Scope::ReferenceOnly,
+        ))];
+        assert_eq!(exit_code(&failing, &[], false, false), 0);
+        assert_eq!(exit_code(&failing, &[], false, true), 100);
+        // An absolute timing bar only counts on the reference machine.
+        assert_eq!(exit_code(&slow, &[], false, true), 0);
+        assert_eq!(exit_code(&slow, &[], true, true), 100);
+        assert_eq!(exit_code(&[], &[(Section::Tick, Failure("x".into()))], true, true), 96);
+    }
+}

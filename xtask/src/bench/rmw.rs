@@ -1,0 +1,190 @@
+//! bench section `rmw` (spec 90 §6, bar Q6): concurrent locked read-modify-writes of the registry by the
+//! `registry` example `rmw`: 4 processes × 250 released together by a gate, against 1 process × 1000 in the same
+//! run. Lost updates must be 0, always.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use agent_box_tests::Sandbox;
+use registry::Document;
+use serde_json::Value;
+
+use super::fail::{Context, Failure, Outcome, fail};
+use super::report::{Bar, Metric, Unit};
+use super::stats::Summary;
+use super::world::{Kind, command_in, echo_product, numbered, print_sandbox_env, registry_bytes, sandbox_env};
+use super::{Bench, facts};
+
+const SECTION: &str = "rmw";
+const WRITERS: usize = 4;
+const EACH: u64 = 250;
+const TOTAL: u64 = 1000;
+const FILLERS: usize = 200;
+/// Time for the started writers to reach their gate wait before it opens.
+const GATE_SETTLE: Duration = Duration::from_millis(300);
+
+/// One writer process and the reader thread that timestamps its `committed` lines.
+#[derive(Debug)]
+struct Writer {
+    child: Child,
+    lines: JoinHandle<Vec<(Instant, String)>>,
+}
+
+/// What one run of writers produced.
+#[derive(Debug)]
+struct RunResult {
+    wall_ms: f64,
+    /// Per writer: the time between consecutive commits (the first from the gate), in ms.
+    latencies: Vec<Vec<f64>>,
+    /// Per writer: its own `elapsed_us`, in ms.
+    own_elapsed_ms: Vec<f64>,
+}
+
+/// The rmw section.
+pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
+    let sandbox = Sandbox::new();
+    let env = sandbox_env(&sandbox);
+    print_sandbox_env(SECTION, &env);
+    let registry = sandbox.registry();
+    let text =
+        String::from_utf8(registry_bytes(&numbered("fill", FILLERS, Kind::Plain))?).context(|| "fixture".into())?;
+    sandbox.write_registry(&text);
+    let fs_type = facts::fs_type(registry.parent().unwrap_or(Path::new("/")));
+    println!("{SECTION}: registry with {FILLERS} filler entries on {fs_type}: {}", registry.display());
+    let rmw = bench.release.join("examples/rmw");
+    let gate = |n: &str| sandbox.root().join(format!("gate-{n}"));
+
+    let single = run_writers(&rmw, &env, sandbox.home(), &registry, &[("single", None)], TOTAL, &gate("single"))?;
+    let owners: Vec<String> = (1..=WRITERS).map(|k| format!("own-{k}")).collect();
+    let specs: Vec<(&str, Option<&str>)> = owners.iter().map(|o| ("shared", Some(o.as_str()))).collect();
+    let multi = run_writers(&rmw, &env, sandbox.home(), &registry, &specs, EACH, &gate("multi"))?;
+
+    let doc = Document::parse(&fs::read(&registry).context(|| "reading the registry".into())?)
+        .map_err(|e| Failure(format!("the registry is not valid after the writers: {e}")))?;
+    let count = |key: &str| doc.entry(key).and_then(|e| e.get("count")).and_then(Value::as_u64).unwrap_or(0);
+    let lost = TOTAL.saturating_sub(count("shared"));
+    let wrong_own = owners.iter().filter(|o| count(o) != EACH).count();
+    let single_lost = TOTAL.saturating_sub(count("single"));
+
+    let per_s = |r: &RunResult| TOTAL as f64 / (r.wall_ms / 1000.0);
+    let (multi_tp, single_tp) = (per_s(&multi), per_s(&single));
+    let c = |name: String, v: f64| Metric::single(SECTION, name, Unit::Count, v);
+    metrics.push(c(format!("lost updates, {WRITERS} x {EACH}"), lost as f64).with_bar(Bar::exactly("Q6", 0.0)));
+    metrics.push(c(format!("own counters not at {EACH}"), wrong_own as f64).with_bar(Bar::exactly("Q6", 0.0)));
+    metrics.push(c(format!("lost updates, 1 x {TOTAL}"), single_lost as f64).with_bar(Bar::exactly("Q6", 0.0)));
+    metrics.push(
+        Metric::single(SECTION, format!("throughput, {WRITERS} x {EACH}, {fs_type}"), Unit::PerSec, multi_tp)
+            .with_ratio(multi_tp / single_tp, "1 x 1000"),
+    );
+    metrics.push(Metric::single(SECTION, format!("throughput, 1 x {TOTAL}, {fs_type}"), Unit::PerSec, single_tp));
+    metrics.push(Metric::single(SECTION, format!("wall, {WRITERS} x {EACH}"), Unit::Millis, multi.wall_ms));
+    metrics.push(Metric::single(SECTION, format!("wall, 1 x {TOTAL}"), Unit::Millis, single.wall_ms));
+    push_latency(metrics, &format!("{WRITERS} x {EACH}"), &multi);
+    push_latency(metrics, &format!("1 x {TOTAL}"), &single);
+    Ok(())
+}
+
+/// Per-update latency over every writer (median and p95 in the table, p99 as its own row), and per writer the
+/// p50/p99 and rmw's own elapsed time as lines.
+fn push_latency(metrics: &mut Vec<Metric>, label: &str, result: &RunResult) {
+    let all: Vec<f64> = result.latencies.iter().flatten().copied().collect();
+    if let Some(s) = Summary::of(&all) {
+        metrics.push(Metric::single(SECTION, format!("    update latency p99, {label}"), Unit::Millis, s.p99));
+    }
+    metrics.push(Metric::sampled(SECTION, format!("update latency, {label}"), Unit::Millis, all));
+    for (k, (lat, own)) in result.latencies.iter().zip(&result.own_elapsed_ms).enumerate() {
+        if let Some(s) = Summary::of(lat) {
+            println!(
+                "{SECTION}: {label} writer {}: p50 {:.3} ms, p99 {:.3} ms, {} commits, own elapsed {:.1} ms",
+                k + 1,
+                s.median,
+                s.p99,
+                s.n,
+                own
+            );
+        }
+    }
+}
+
+/// Starts one `rmw` per spec, all waiting on `gate`, opens the gate and collects the timestamped output.
+fn run_writers(
+    rmw: &Path,
+    env: &[(OsString, OsString)],
+    home: &Path,
+    registry: &Path,
+    specs: &[(&str, Option<&str>)],
+    count: u64,
+    gate: &Path,
+) -> Outcome<RunResult> {
+    let _ = fs::remove_file(gate);
+    let mut writers = Vec::new();
+    for (key, own) in specs {
+        let mut cmd = command_in(env, home, rmw);
+        cmd.env("RMW_GATE", gate).arg(registry).arg(key).arg(count.to_string()).args(own.iter());
+        println!("{}", echo_product(&cmd));
+        let mut child = cmd.stdout(Stdio::piped()).spawn().context(|| format!("starting {}", rmw.display()))?;
+        let stdout = child.stdout.take().context(|| "rmw has no stdout".into())?;
+        let lines = std::thread::spawn(move || {
+            BufReader::new(stdout).lines().map_while(Result::ok).map(|l| (Instant::now(), l)).collect()
+        });
+        writers.push(Writer { child, lines });
+    }
+    std::thread::sleep(GATE_SETTLE);
+    let opened = Instant::now();
+    fs::write(gate, b"").context(|| format!("opening the gate {}", gate.display()))?;
+    collect(writers, opened, count)
+}
+
+fn collect(writers: Vec<Writer>, opened: Instant, count: u64) -> Outcome<RunResult> {
+    let mut result = RunResult { wall_ms: 0.0, latencies: Vec::new(), own_elapsed_ms: Vec::new() };
+    let mut last = opened;
+    for mut writer in writers {
+        let lines = writer.lines.join().map_err(|_| Failure("an output reader panicked".into()))?;
+        let status = writer.child.wait().context(|| "waiting for rmw".into())?;
+        if !status.success() {
+            return fail(format!("rmw exited with {status}"));
+        }
+        let commits: Vec<Instant> =
+            lines.iter().filter(|(_, l)| l.starts_with("committed ")).map(|(t, _)| *t).collect();
+        if commits.len() as u64 != count {
+            return fail(format!("rmw reported {} commits instead of {count}", commits.len()));
+        }
+        let own = lines.iter().find_map(|(_, l)| l.strip_prefix("elapsed_us ")?.parse::<f64>().ok());
+        result.own_elapsed_ms.push(own.map_or(f64::NAN, |us| us / 1000.0));
+        result.latencies.push(intervals(opened, &commits));
+        last = last.max(commits.last().copied().unwrap_or(opened));
+    }
+    result.wall_ms = (last - opened).as_secs_f64() * 1000.0;
+    Ok(result)
+}
+
+/// Gaps between consecutive instants, the first measured from `start`, in ms.
+fn intervals(start: Instant, times: &[Instant]) -> Vec<f64> {
+    let mut previous = start;
+    times
+        .iter()
+        .map(|t| {
+            let gap = t.saturating_duration_since(previous).as_secs_f64() * 1000.0;
+            previous = *t;
+            gap
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_start_at_the_gate() {
+        let start = Instant::now();
+        let times = [start + Duration::from_millis(2), start + Duration::from_millis(5)];
+        let gaps = intervals(start, &times);
+        assert!((gaps[0] - 2.0).abs() < 1e-6 && (gaps[1] - 3.0).abs() < 1e-6, "{gaps:?}");
+    }
+}

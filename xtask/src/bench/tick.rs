@@ -1,0 +1,369 @@
+//! bench section `tick` (spec 90 §4, bars Q3 and Q5): a supervisor loop with 200 live entries and nothing to do,
+//! observed over 30 ticks: CPU per tick, tmux processes per tick, writes, memory; and the same with 20 entries
+//! for the 200/20 ratio.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use super::Bench;
+use super::epilogue::callgrind_ir;
+use super::fail::{Context, Outcome};
+use super::procfs::{self, CpuTicks, Memory};
+use super::report::{Bar, Metric, Scope, Unit};
+use super::world::{LoopWorld, command_in, identity, mtimes, sandbox_env};
+use crate::run;
+
+const SECTION: &str = "tick";
+/// Ticks observed per world.
+const OBSERVED: usize = 30;
+/// The tick period of 30 SUP-3.1, the denominator of the CPU ratio.
+const PERIOD_MS: f64 = 2000.0;
+/// How long after a tick's first tmux call its work is surely over: an idle tick takes milliseconds, and the
+/// next one is 2 s away, so snapshots taken then fall between ticks.
+const SETTLE: Duration = Duration::from_millis(500);
+/// Bars: Q3 CPU ≤ 5 ms; Q5 RSS ≤ 8 MiB, growth ≤ 256 KiB.
+const Q3_CPU_MS: f64 = 5.0;
+const Q5_RSS_KIB: f64 = 8192.0;
+const Q5_GROWTH_KIB: f64 = 256.0;
+
+/// What one observation window measured.
+#[derive(Debug)]
+struct Observed {
+    ticks: usize,
+    cpu: CpuTicks,
+    /// Scheduler run time of each observed tick, in ms; empty when the kernel keeps none.
+    per_tick_ms: Vec<f64>,
+    calls: usize,
+    other_calls: usize,
+    registry_changed: bool,
+    side_files_changed: usize,
+    lease_rewrites: usize,
+    heartbeats: usize,
+    memory_5: Memory,
+    memory_30: Memory,
+}
+
+/// The tick section.
+pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
+    let big = LoopWorld::start(SECTION, 200, 20, "256")?;
+    let large = big.observe()?;
+    let clk = procfs::clock_ticks_per_second()?;
+    push_cpu(metrics, 200, &large, clk);
+    push_counts(metrics, &large);
+    push_memory(metrics, &large);
+    big.strace_locks(bench, metrics)?;
+    if bench.callgrind {
+        big.callgrind_once(bench, metrics)?;
+    }
+    drop(big);
+    let small_world = LoopWorld::start(SECTION, 20, 2, "256")?;
+    let small = small_world.observe()?;
+    drop(small_world);
+    push_cpu(metrics, 20, &small, clk);
+    let (per_large, per_small) = (cpu_ms(&large, clk), cpu_ms(&small, clk));
+    let (precise_large, precise_small) = (median(&large.per_tick_ms), median(&small.per_tick_ms));
+    // The scheduler clock resolves a 1 ms tick; the 10 ms clock ticks of /proc/<pid>/stat do not.
+    let (ratio, how) = if precise_small > 0.0 {
+        (precise_large / precise_small, "schedstat")
+    } else {
+        (per_large / per_small, "utime+stime")
+    };
+    metrics.push(Metric::single(SECTION, format!("CPU per tick, 200 / 20 entries ({how})"), Unit::Factor, ratio));
+    Ok(())
+}
+
+fn cpu_ms(observed: &Observed, clk: f64) -> f64 {
+    observed.cpu.own as f64 / clk * 1000.0 / observed.ticks as f64
+}
+
+fn median(values: &[f64]) -> f64 {
+    super::stats::Summary::of(values).map_or(0.0, |s| s.median)
+}
+
+fn push_cpu(metrics: &mut Vec<Metric>, entries: usize, o: &Observed, clk: f64) {
+    let own = cpu_ms(o, clk);
+    let mut metric =
+        Metric::single(SECTION, format!("CPU per tick, {entries} entries (utime+stime)"), Unit::Millis, own)
+            .with_ratio(own / PERIOD_MS, "2 s tick period");
+    if entries == 200 {
+        metric = metric.with_bar(Bar::at_most("Q3", Q3_CPU_MS, Scope::ReferenceOnly));
+    }
+    metrics.push(metric);
+    if !o.per_tick_ms.is_empty() {
+        let precise = median(&o.per_tick_ms);
+        metrics.push(
+            Metric::sampled(
+                SECTION,
+                format!("    per tick, scheduler clock, {entries} entries"),
+                Unit::Millis,
+                o.per_tick_ms.clone(),
+            )
+            .with_ratio(precise / PERIOD_MS, "2 s tick period"),
+        );
+    }
+    let children = o.cpu.children as f64 / clk * 1000.0 / o.ticks as f64;
+    metrics.push(Metric::single(
+        SECTION,
+        format!("    tmux client CPU per tick, {entries} entries (not in Q3)"),
+        Unit::Millis,
+        children,
+    ));
+}
+
+fn push_counts(metrics: &mut Vec<Metric>, o: &Observed) {
+    let per_tick = o.calls as f64 / o.ticks as f64;
+    let count = |name: &str, value: f64| Metric::single(SECTION, name, Unit::Count, value);
+    metrics.push(count("ticks observed, 200 entries", o.ticks as f64));
+    metrics.push(count("tmux processes per tick", per_tick).with_bar(Bar::exactly("Q3", 1.0)));
+    metrics.push(
+        count("tmux calls other than the tick's listing", o.other_calls as f64).with_bar(Bar::exactly("Q3", 0.0)),
+    );
+    metrics.push(
+        count("registry writes (inode or mtime changed)", f64::from(u8::from(o.registry_changed)))
+            .with_bar(Bar::exactly("Q3", 0.0)),
+    );
+    metrics.push(count("side and launch files changed", o.side_files_changed as f64).with_bar(Bar::exactly("Q3", 0.0)));
+    metrics.push(
+        count("lease rewrites other than a heartbeat", o.lease_rewrites as f64).with_bar(Bar::exactly("Q3", 0.0)),
+    );
+    metrics.push(count("leases heartbeated in the window (<= 1 per 60 s each)", o.heartbeats as f64));
+}
+
+fn push_memory(metrics: &mut Vec<Metric>, o: &Observed) {
+    let kib = |name: &str, value: u64| Metric::single(SECTION, name, Unit::KiB, value as f64);
+    let growth = o.memory_30.rss_kib as f64 - o.memory_5.rss_kib as f64;
+    metrics.push(kib("VmRSS at tick 30", o.memory_30.rss_kib).with_bar(Bar::at_most(
+        "Q5",
+        Q5_RSS_KIB,
+        Scope::Everywhere,
+    )));
+    metrics.push(Metric::single(SECTION, "VmRSS growth, tick 5 to tick 30", Unit::KiB, growth).with_bar(Bar::at_most(
+        "Q5",
+        Q5_GROWTH_KIB,
+        Scope::Everywhere,
+    )));
+    metrics.push(kib("VmRSS at tick 5", o.memory_5.rss_kib));
+    metrics.push(kib("VmHWM at tick 30", o.memory_30.hwm_kib));
+}
+
+/// What is compared between the two ends of the window.
+#[derive(Debug)]
+struct Snapshot {
+    ticks: usize,
+    calls: Vec<String>,
+    cpu: CpuTicks,
+    registry: Option<(u64, std::time::SystemTime)>,
+    side: Vec<(String, Option<(u64, std::time::SystemTime)>)>,
+    leases: BTreeMap<String, Option<Value>>,
+}
+
+impl LoopWorld {
+    fn snapshot(&self) -> Outcome<Snapshot> {
+        let state = self.sandbox.state_dir();
+        Ok(Snapshot {
+            ticks: self.ticks(),
+            calls: self.sandbox.tmux_calls_of(self.pid),
+            cpu: procfs::cpu_ticks(self.pid)?,
+            registry: identity(&self.sandbox.registry()),
+            side: mtimes(&state.join("session"), |n| n.ends_with(".json") || n.ends_with(".launch")),
+            leases: leases(&state.join("lease")),
+        })
+    }
+
+    /// a window of exactly 30 ticks, from just after one tick to just after the 30th next one.
+    fn observe(&self) -> Outcome<Observed> {
+        let first = self.ticks() + 1;
+        self.wait_ticks(first)?;
+        std::thread::sleep(SETTLE);
+        let start = self.snapshot()?;
+        println!("{SECTION}: observing {OBSERVED} ticks of {} entries (about {} s)", self.entries, OBSERVED * 2);
+        let mut per_tick_ms = Vec::new();
+        let mut previous_ns = procfs::run_time_ns(self.pid);
+        let (mut memory_5, mut memory_30) = (None, None);
+        for k in 1..=OBSERVED {
+            self.wait_ticks(start.ticks + k)?;
+            std::thread::sleep(SETTLE);
+            let now_ns = procfs::run_time_ns(self.pid);
+            if let (Some(before), Some(after)) = (previous_ns, now_ns) {
+                per_tick_ms.push(after.saturating_sub(before) as f64 / 1e6);
+            }
+            previous_ns = now_ns;
+            match k {
+                5 => memory_5 = Some(procfs::memory(self.pid)?),
+                OBSERVED => memory_30 = Some(procfs::memory(self.pid)?),
+                _ => {}
+            }
+        }
+        let end = self.snapshot()?;
+        let window = end.calls.get(start.calls.len()..).unwrap_or_default();
+        let (rewrites, heartbeats) = compare_leases(&start.leases, &end.leases);
+        // A kernel without schedstat reports zeros; an all-zero series says nothing.
+        if per_tick_ms.iter().all(|ms| *ms == 0.0) {
+            per_tick_ms.clear();
+        }
+        Ok(Observed {
+            ticks: end.ticks - start.ticks,
+            cpu: CpuTicks { own: end.cpu.own - start.cpu.own, children: end.cpu.children - start.cpu.children },
+            per_tick_ms,
+            calls: window.len(),
+            other_calls: window.iter().filter(|c| !c.contains("start-server")).count(),
+            registry_changed: start.registry != end.registry,
+            side_files_changed: changed_files(&start.side, &end.side),
+            lease_rewrites: rewrites,
+            heartbeats,
+            memory_5: memory_5.context(|| "no memory reading at tick 5".into())?,
+            memory_30: memory_30.context(|| "no memory reading at tick 30".into())?,
+        })
+    }
+
+    /// lock acquisitions: `strace -f -y -e trace=flock` attached for 3 ticks after the window (attached
+    /// during it, ptrace would inflate the CPU figure). Registry-lock calls must be none; lease-lock calls come
+    /// from heartbeats and are reported.
+    fn strace_locks(&self, bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
+        let Some(strace) = &bench.tools.strace else { return Ok(()) };
+        let out = self.sandbox.root().join("strace.out");
+        let mut cmd = run::command(&strace.to_string_lossy());
+        cmd.args(["-f", "-y", "-e", "trace=flock", "-o"]).arg(&out).args(["-p", &self.pid.to_string()]);
+        println!("{}", run::echo_line(&cmd));
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context(|| "starting strace".into())?;
+        let traced = Traced(Some(child));
+        std::thread::sleep(SETTLE);
+        let t = self.ticks();
+        self.wait_ticks(t + 3)?;
+        std::thread::sleep(SETTLE);
+        drop(traced);
+        let text = fs::read_to_string(&out).unwrap_or_default();
+        let calls: Vec<&str> = text.lines().filter(|l| l.contains("flock(")).collect();
+        let registry_lock = calls.iter().filter(|l| l.contains("sessions.json.lock")).count();
+        let count = |name: &str, v: usize| Metric::single(SECTION, name, Unit::Count, v as f64);
+        metrics.push(
+            count("registry-lock flock calls in 3 ticks (strace)", registry_lock).with_bar(Bar::exactly("Q3", 0.0)),
+        );
+        metrics.push(count("other flock calls in 3 ticks (strace; heartbeats)", calls.len() - registry_lock));
+        Ok(())
+    }
+
+    /// `Ir` of `agent-box-supervisor --once` against the same state (the tmux child is not traced).
+    fn callgrind_once(&self, bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
+        let Some(valgrind) = &bench.tools.valgrind else {
+            println!("{SECTION}: --callgrind needs valgrind (Debian: sudo apt-get install valgrind); skipped");
+            return Ok(());
+        };
+        let out_file = bench.dir.join("callgrind.supervisor-once.out");
+        let env = sandbox_env(&self.sandbox);
+        let mut cmd = command_in(&env, self.sandbox.home(), valgrind);
+        cmd.arg("--tool=callgrind").arg(format!("--callgrind-out-file={}", out_file.display()));
+        cmd.arg(bench.release.join("agent-box-supervisor")).arg("--once");
+        let ir = callgrind_ir(&mut cmd, &out_file)?;
+        metrics.push(Metric::single(
+            SECTION,
+            "supervisor --once, 200 entries, instructions (callgrind)",
+            Unit::Instr,
+            ir,
+        ));
+        Ok(())
+    }
+}
+
+/// A strace we started; ended with SIGINT (strace detaches cleanly on it) and reaped when dropped.
+#[derive(Debug)]
+struct Traced(Option<Child>);
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            if let Ok(pid) = i32::try_from(child.id()) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Each lease file's JSON (None when unreadable or torn).
+fn leases(dir: &Path) -> BTreeMap<String, Option<Value>> {
+    let Ok(entries) = fs::read_dir(dir) else { return BTreeMap::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let path: PathBuf = e.path();
+            name.ends_with(".json").then(|| (name, fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok())))
+        })
+        .collect()
+}
+
+/// (rewrites that changed more than `lastSeenAt`, leases whose `lastSeenAt` changed). A lease that appeared or
+/// went away counts as a rewrite.
+fn compare_leases(before: &BTreeMap<String, Option<Value>>, after: &BTreeMap<String, Option<Value>>) -> (usize, usize) {
+    let without_seen = |v: &Option<Value>| {
+        let mut v = v.clone();
+        if let Some(Value::Object(map)) = v.as_mut() {
+            map.remove("lastSeenAt");
+        }
+        v
+    };
+    let seen = |v: &Option<Value>| v.as_ref().and_then(|v| v.get("lastSeenAt").cloned());
+    let names: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let (mut rewrites, mut heartbeats) = (0, 0);
+    for name in names {
+        match (before.get(name), after.get(name)) {
+            (Some(b), Some(a)) if without_seen(b) == without_seen(a) => heartbeats += usize::from(seen(b) != seen(a)),
+            _ => rewrites += 1,
+        }
+    }
+    (rewrites, heartbeats)
+}
+
+/// Files added, removed or changed between two listings.
+fn changed_files<T: PartialEq>(before: &[(String, T)], after: &[(String, T)]) -> usize {
+    let b: BTreeMap<&String, &T> = before.iter().map(|(n, v)| (n, v)).collect();
+    let a: BTreeMap<&String, &T> = after.iter().map(|(n, v)| (n, v)).collect();
+    let names: std::collections::BTreeSet<&&String> = b.keys().chain(a.keys()).collect();
+    names.into_iter().filter(|n| b.get(*n) != a.get(*n)).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn heartbeats_are_told_from_rewrites() {
+        let lease = |seen: Value, outcome: Value| Some(json!({"gen": "g", "outcome": outcome, "lastSeenAt": seen}));
+        let before: BTreeMap<String, Option<Value>> = [
+            ("a.json".to_owned(), lease(Value::Null, Value::Null)),
+            ("b.json".to_owned(), lease(Value::Null, Value::Null)),
+            ("c.json".to_owned(), lease(Value::Null, Value::Null)),
+        ]
+        .into();
+        let after: BTreeMap<String, Option<Value>> = [
+            ("a.json".to_owned(), lease(json!("2001-01-01T00:00:00Z"), Value::Null)),
+            ("b.json".to_owned(), lease(Value::Null, json!("vanished"))),
+            ("c.json".to_owned(), lease(Value::Null, Value::Null)),
+            ("d.json".to_owned(), lease(Value::Null, Value::Null)),
+        ]
+        .into();
+        assert_eq!(compare_leases(&before, &after), (2, 1));
+    }
+
+    #[test]
+    fn counts_changed_files() {
+        let before = vec![("a".to_owned(), 1), ("b".to_owned(), 2)];
+        let after = vec![("a".to_owned(), 1), ("b".to_owned(), 3), ("c".to_owned(), 4)];
+        assert_eq!(changed_files(&before, &after), 2);
+        assert_eq!(changed_files(&before, &before), 0);
+    }
+}
