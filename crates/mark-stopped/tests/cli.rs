@@ -306,7 +306,7 @@ fn ms05_entry_absent_means_no_end_record() {
 }
 
 #[test]
-fn ms_9_2_6_non_hook_names_get_no_end_record_and_no_lease_dir() {
+fn ls05_ms_9_2_6_non_hook_names_get_no_end_record_and_no_lease_dir() {
     let baked = Baked::dev();
     baked.write_registry(&main_entry());
     baked.run(&["main", "3"]);
