@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use lease::{EndHow, HookLog, LeaseDir};
-use registry::{Document, ReadOutcome, SessionName, lock_at, read, write_atomic};
+use registry::{Document, Raw, ReadOutcome, SessionName, lock_at, read_raw, write_atomic};
 use serde_json::Value;
 
 use crate::args::Report;
@@ -49,25 +49,39 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
 }
 
 /// One pass: lock-free read, lock, re-read, decide, write, verify, release. The lock-free read already
-/// settles the cases that need no write (absent entry, target state), so they never open the lock.
+/// settles the cases that need no write (absent entry, target state), so they never open the lock; reads that
+/// return the bytes already seen are not parsed again (the epilogue's cost is mostly parsing and fsync).
 fn registry_pass(registry: &Path, name: &SessionName, target: &(&str, Value)) -> Registry {
-    let ReadOutcome::Valid(doc) = read(registry) else { return Registry::Done };
+    let Raw::Bytes(seen) = read_raw(registry) else { return Registry::Done };
+    let ReadOutcome::Valid(doc) = ReadOutcome::from_bytes(&seen) else { return Registry::Done };
     if let Some(settled) = settled(&doc, name, target) {
         return settled;
     }
     let Ok(_guard) = lock_at(registry, LOCK_WAIT) else { return Registry::Retry };
-    let ReadOutcome::Valid(mut doc) = read(registry) else { return Registry::Done };
+    let mut doc = match read_raw(registry) {
+        Raw::Bytes(again) if again == seen => doc,
+        Raw::Bytes(again) => match ReadOutcome::from_bytes(&again) {
+            ReadOutcome::Valid(fresh) => fresh,
+            _ => return Registry::Done,
+        },
+        _ => return Registry::Done,
+    };
     if let Some(settled) = settled(&doc, name, target) {
         return settled;
     }
     let (key, value) = target;
     let Some(mut entry) = doc.entry_mut(name) else { return Registry::Done };
     entry.set(key, value.clone());
-    if write_atomic(registry, &doc.to_bytes()).is_err() {
+    let written = doc.to_bytes();
+    if write_atomic(registry, &written).is_err() {
         return Registry::Retry;
     }
-    match read(registry) {
-        ReadOutcome::Valid(after) if holds(&after, name, key, value) => Registry::Done,
+    match read_raw(registry) {
+        Raw::Bytes(after) if after == written => Registry::Done,
+        Raw::Bytes(after) => match ReadOutcome::from_bytes(&after) {
+            ReadOutcome::Valid(after) if holds(&after, name, key, value) => Registry::Done,
+            _ => Registry::Retry,
+        },
         _ => Registry::Retry,
     }
 }

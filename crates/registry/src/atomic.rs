@@ -5,7 +5,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use rand::RngExt;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Characters of the random part of a temp name.
 const TEMP_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
@@ -57,13 +58,26 @@ fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
 
 /// `<target>.tmp-<8 random [a-z0-9]>`.
 pub fn temp_path_for(target: &Path) -> PathBuf {
-    let mut rng = rand::rng();
-    let suffix: String =
-        (0..TEMP_SUFFIX_LEN).map(|_| char::from(TEMP_ALPHABET[rng.random_range(0..TEMP_ALPHABET.len())])).collect();
+    let suffix = random_suffix();
     let mut os = target.as_os_str().to_owned();
     os.push(".tmp-");
     os.push(suffix);
     PathBuf::from(os)
+}
+
+/// Eight random `[a-z0-9]` characters. std's OS-seeded hasher keys are enough: `O_EXCL` guarantees uniqueness,
+/// the randomness only keeps collisions rare. (A `rand` generator would open `/dev/random` in the static
+/// epilogue, which costs more than the whole edit on a fast disk.)
+fn random_suffix() -> String {
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let mut bits = RandomState::new().hash_one((std::process::id(), CALLS.fetch_add(1, Ordering::Relaxed)));
+    (0..TEMP_SUFFIX_LEN)
+        .map(|_| {
+            let index = usize::try_from(bits % 36).unwrap_or(0);
+            bits /= 36;
+            char::from(TEMP_ALPHABET[index])
+        })
+        .collect()
 }
 
 /// True when `file_name` is exactly `<base>.tmp-<8 [a-z0-9]>`.

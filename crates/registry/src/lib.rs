@@ -29,7 +29,7 @@ pub use id::{is_uuid, new_uuid_v4};
 pub use lock::{FileLock, RegistryLock, lock, lock_at, lock_ignoring_inherited, lock_path, lock_wait_from_env};
 pub use name::{NameError, SessionName};
 pub use paths::{ConfigError, Paths};
-pub use read::{ReadOutcome, read};
+pub use read::{Raw, ReadOutcome, read, read_raw};
 pub use store::{Ensured, edit, ensure, remove_temp_leftovers};
 
 /// Serialises unit tests that take the process-wide registry guard.

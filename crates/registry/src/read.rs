@@ -28,14 +28,40 @@ impl ReadOutcome {
 
 /// Reads the whole file at once, without a lock (writers replace it by rename).
 pub fn read(path: &Path) -> ReadOutcome {
+    match read_raw(path) {
+        Raw::Missing => ReadOutcome::Missing,
+        Raw::Unreadable(err) => ReadOutcome::Unreadable(err),
+        Raw::Bytes(bytes) => ReadOutcome::from_bytes(&bytes),
+    }
+}
+
+/// The registry's bytes before any parsing, for callers that compare two reads without parsing twice.
+#[derive(Debug)]
+pub enum Raw {
+    Missing,
+    Unreadable(io::Error),
+    Bytes(Vec<u8>),
+}
+
+/// Reads the whole file at once, without a lock and without parsing.
+pub fn read_raw(path: &Path) -> Raw {
     match std::fs::read(path) {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => ReadOutcome::Missing,
-        Err(err) => ReadOutcome::Unreadable(err),
-        Ok(bytes) if bytes.is_empty() => ReadOutcome::Empty,
-        Ok(bytes) => match Document::parse(&bytes) {
-            Ok(doc) => ReadOutcome::Valid(doc),
-            Err(reason) => ReadOutcome::Invalid(reason),
-        },
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Raw::Missing,
+        Err(err) => Raw::Unreadable(err),
+        Ok(bytes) => Raw::Bytes(bytes),
+    }
+}
+
+impl ReadOutcome {
+    /// Classifies bytes that were read: Empty, Valid or Invalid.
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        if bytes.is_empty() {
+            return Self::Empty;
+        }
+        match Document::parse(bytes) {
+            Ok(doc) => Self::Valid(doc),
+            Err(reason) => Self::Invalid(reason),
+        }
     }
 }
 
