@@ -2,3 +2,4 @@
 
 mod supervisor;
 mod tidy;
+mod webhook;

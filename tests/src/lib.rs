@@ -6,6 +6,7 @@ pub mod agents;
 pub mod bake;
 pub mod bins;
 pub mod ops;
+pub mod privilege;
 pub mod sandbox;
 pub mod slots;
 pub mod wait;

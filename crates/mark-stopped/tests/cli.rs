@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use agent_box_tests::bake::{Profile, bake, expected_paths, has_interpreter};
 use agent_box_tests::bins::bin;
+use agent_box_tests::privilege::{chown_tree, unprivileged};
 use agent_box_tests::slots::Slot;
 use serde_json::{Value, json};
 
@@ -410,7 +411,9 @@ fn ms12_read_only_directories_change_nothing() {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o500)).unwrap();
     }
     let start = Instant::now();
-    let out = unprivileged(&baked.binary, &["hook-x", "2", &g]).output().unwrap();
+    let mut cmd = Command::new(&baked.binary);
+    cmd.args(["hook-x", "2", &g]).env_clear();
+    let out = unprivileged(&cmd).output().unwrap();
     for dir in [&conf, &leases] {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();
     }
@@ -422,27 +425,6 @@ fn ms12_read_only_directories_change_nothing() {
         .collect();
     let before: Vec<_> = before.into_iter().filter(|(p, _)| !p.ends_with("hook-sessions.jsonl")).collect();
     assert_eq!(after, before, "registry and lease unchanged");
-}
-
-fn chown_tree(root: &Path) {
-    std::os::unix::fs::chown(root, Some(65534), Some(65534)).unwrap();
-    if root.is_dir() {
-        for entry in fs::read_dir(root).unwrap() {
-            chown_tree(&entry.unwrap().path());
-        }
-    }
-}
-
-fn unprivileged(binary: &Path, args: &[&str]) -> Command {
-    let mut cmd = if nix::unistd::geteuid().is_root() {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(binary);
-        c
-    } else {
-        Command::new(binary)
-    };
-    cmd.args(args).env_clear();
-    cmd
 }
 
 #[test]

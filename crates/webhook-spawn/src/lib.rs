@@ -1,0 +1,16 @@
+//! agent-box-webhook-spawn as a library (60-webhook-spawn): one dispatched event batch becomes one ephemeral
+//! `hook-*` session with its claim filter, lease and hook-log line, all in one registry-lock section.
+//!
+//! Choices where the specification is silent or disagrees with itself:
+//! - The refusal record carries `live`/`max` only for a capacity refusal and null for every other cause, as
+//!   20-lease LS-9.3 says (60 §8.4 mentions a best-effort snapshot; the lease spec owns the record).
+//! - An empty `LOCAL_WEBHOOK_SPAWN_KEY` reads like an unset one: the name uses `event`, no claim, no W15.
+
+pub mod claim;
+pub mod inputs;
+pub mod messages;
+pub mod name;
+pub mod preamble;
+pub mod prompt;
+pub mod prose;
+pub mod spawn;

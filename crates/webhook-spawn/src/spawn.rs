@@ -1,0 +1,249 @@
+//! Spawn mode (60-webhook-spawn §4): everything slow or fallible outside the lock, then ONE registry-lock section
+//! for admission, claim seed, entry, lease and log line, so a refused batch leaves nothing behind.
+
+use std::ffi::OsString;
+use std::io::Read;
+
+use lease::{HookLog, LeaseDir, RefusalRecord, SpawnRecord};
+use registry::store::{read_for_write, write_document};
+use registry::{CapacityError, NewEntry, RegistryError, RegistryLock, SessionName, exit, new_entry, new_uuid_v4};
+use session::context::Context;
+
+use crate::claim::{Meta, filter_document, note, parse_meta, predicate};
+use crate::inputs::{Batch, extra_args, harness, read_batch, report_profiles, seed_problem};
+use crate::messages::{self, say};
+use crate::name::{mint, sanitised, too_long};
+use crate::prompt::{
+    Parts, assign_sentence, assignment_armed, bounded_batch, bounded_peers, peers_unavailable, render,
+};
+use crate::prose::prose;
+
+/// Everything settled before the lock.
+struct Plan {
+    harness: String,
+    args: Vec<String>,
+    batch: Batch,
+    text: String,
+    seed: bool,
+    meta: Option<Meta>,
+    peers: String,
+}
+
+/// Why a batch is deferred: the cause line and, for a capacity refusal, the admission's figures.
+struct Refusal {
+    cause: String,
+    counts: Option<(usize, u64)>,
+}
+
+impl Refusal {
+    fn because(cause: String) -> Self {
+        Self { cause, counts: None }
+    }
+}
+
+/// Runs spawn mode; the exit code of §8.1.
+pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read) -> u8 {
+    let ctx = match Context::from_lookup(env) {
+        Ok(ctx) => ctx,
+        Err(problem) => return usage(&problem.0),
+    };
+    let plan = match plan(&ctx, env, stdin) {
+        Ok(Some(plan)) => plan,
+        Ok(None) => return exit::OK,
+        Err(Ok(code)) => return code,
+        Err(Err(refusal)) => return defer(&ctx, env, refusal),
+    };
+    let added = registry::lock(&ctx.paths, ctx.lock_wait)
+        .map_err(|e| Refusal::because(e.to_string()))
+        .and_then(|guard| critical_section(&ctx, &guard, &plan));
+    match added {
+        Ok(name) => {
+            if too_long(&sanitised(&plan.batch.key)) {
+                say(&messages::called_instead(name.as_str()));
+            }
+            // The entry is written: a closed stdout must not turn an accepted batch into a dropped one.
+            let line = format!("{}\n", messages::added(name.as_str(), &plan.harness));
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), line.as_bytes());
+            exit::OK
+        }
+        Err(refusal) => defer(&ctx, env, refusal),
+    }
+}
+
+fn usage(text: &str) -> u8 {
+    say(text);
+    exit::USAGE
+}
+
+/// Steps 1–5: configuration, batch, claim inputs, peers. `Ok(None)` = empty batch; `Err(Ok(code))` = exit now.
+fn plan(
+    ctx: &Context,
+    env: &impl Fn(&str) -> Option<OsString>,
+    stdin: &mut impl Read,
+) -> Result<Option<Plan>, Result<u8, Refusal>> {
+    let text = |k: &str| env(k).map(|v| v.to_string_lossy().into_owned());
+    let harness = harness(text("AGENT_BOX_DEFAULT_AGENT").as_deref(), text("AGENT_BOX_AGENTS").as_deref())
+        .map_err(|message| Ok(usage(&message)))?;
+    let (args, args_ok) = extra_args(text("AGENT_BOX_HOOK_SESSION_ARGS").as_deref());
+    if !args_ok {
+        say(messages::ARGS_UNUSABLE);
+    }
+    let batch = Batch::from_env(env);
+    report_profiles(batch.config.as_deref(), text("AGENT_BOX_HOOK_PROFILE").as_deref(), &harness);
+    let Some(batch_text) =
+        read_batch(stdin).map_err(|e| Err(Refusal::because(messages::stdin_failed(&e.to_string()))))?
+    else {
+        return Ok(None);
+    };
+    let seed = match seed_problem(
+        &batch,
+        env("LOCAL_WEBHOOK_SPAWN_KEY").is_some(),
+        env("LOCAL_WEBHOOK_SPAWN_SOURCE").is_some(),
+    ) {
+        Ok(()) => true,
+        Err(why) => {
+            if let Some(why) = why {
+                say(&messages::unclaimable(&why));
+            }
+            false
+        }
+    };
+    let meta = parse_meta(batch.meta.as_deref());
+    if meta.is_none() {
+        say(messages::META_UNUSABLE);
+    }
+    let peers = match session::peers::report_text(ctx, None) {
+        Ok(report) => bounded_peers(&report),
+        Err(reason) => peers_unavailable(&reason),
+    };
+    Ok(Some(Plan { harness, args, batch, text: batch_text, seed, meta, peers }))
+}
+
+/// Steps 7–14 under `guard`; the name of the added session, or why the batch waits.
+fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan) -> Result<SessionName, Refusal> {
+    let mut doc = read_for_write(guard.registry()).map_err(|e| {
+        let registry = guard.registry().display().to_string();
+        Refusal::because(match e {
+            RegistryError::Invalid { reason, .. } => messages::registry_unusable(&registry, &reason),
+            RegistryError::Unreadable { source, .. } => messages::registry_unusable(&registry, &source.to_string()),
+            other => other.to_string(),
+        })
+    })?;
+    let clean = sanitised(&plan.batch.key);
+    let name = mint(&clean, |n| doc.contains(n))
+        .ok_or_else(|| Refusal::because(messages::no_free_name(&plan.batch.key_prose())))?;
+    if too_long(&clean) {
+        say(&messages::key_too_long(&plan.batch.key_prose()));
+    }
+    admit(ctx, &doc, &name)?;
+    let filter = ctx.paths.filter_file(&name);
+    let seeded = plan.seed && write_filter(&filter, plan);
+    let prompt = prompt(plan, &name, seeded);
+    let entry = build_entry(plan, &prompt);
+    let written = doc.insert_new(&name, entry).and_then(|()| write_document(guard, &doc));
+    if let Err(err) = written {
+        if seeded {
+            let _ = std::fs::remove_file(&filter);
+        }
+        let reason = match err {
+            RegistryError::Write { source, .. } => source.to_string(),
+            other => other.to_string(),
+        };
+        return Err(Refusal::because(messages::registry_write_failed(
+            &guard.registry().display().to_string(),
+            &reason,
+        )));
+    }
+    if plan.seed {
+        record_assignment(ctx, &name, plan);
+    }
+    Ok(name)
+}
+
+/// Step 9: check mode for every harness (a dispatched batch never gets the shell exemption).
+fn admit(ctx: &Context, doc: &registry::Document, name: &SessionName) -> Result<(), Refusal> {
+    match ctx.check_capacity(doc.sessions(), &[name.as_str()]) {
+        Ok(_) => Ok(()),
+        Err(err @ CapacityError::Refused { used, max }) => {
+            Err(Refusal { cause: err.to_string(), counts: Some((used, max)) })
+        }
+        Err(err) => Err(Refusal::because(err.to_string())),
+    }
+}
+
+/// Step 10: the claim filter; false (after W7) when it could not be written.
+fn write_filter(path: &std::path::Path, plan: &Plan) -> bool {
+    let own = plan.batch.own();
+    let own_prose = format!("{}:{}", plan.batch.source, plan.batch.key_prose());
+    let note = note(plan.meta.as_ref(), &plan.batch.key_prose(), &own_prose, &prose(&plan.batch.event, 64));
+    let stamp = registry::time::format_iso_millis(registry::time::now_epoch());
+    let bytes = filter_document(&own, &note, predicate(plan.meta.as_ref()), &stamp);
+    match registry::write_atomic(path, &bytes) {
+        Ok(_) => true,
+        Err(err) => {
+            say(&messages::filter_failed(&path.display().to_string(), &err.to_string()));
+            false
+        }
+    }
+}
+
+/// Step 11: the prompt of §7.4 with this batch's values.
+fn prompt(plan: &Plan, name: &SessionName, seeded: bool) -> String {
+    let topic = Some(prose(&plan.batch.topic, 1000)).filter(|t| !t.is_empty()).unwrap_or_else(|| "?".into());
+    let own = format!("{}:{}", plan.batch.source, plan.batch.key_prose());
+    let key = plan.batch.key_prose();
+    render(&Parts {
+        topic: &topic,
+        note: &prose(&plan.batch.note, 1000),
+        assign: assignment_armed(&plan.text).then(assign_sentence),
+        name: name.as_str(),
+        ownership: seeded.then_some((own.as_str(), key.as_str())),
+        peers: &plan.peers,
+        batch: &bounded_batch(&plan.text),
+    })
+}
+
+/// §4.1: the shared constructor, ephemeral, origin webhook, `hook` only with the seed.
+fn build_entry(plan: &Plan, prompt: &str) -> serde_json::Map<String, serde_json::Value> {
+    let id = new_uuid_v4();
+    let repository = plan.batch.key_text();
+    new_entry(&NewEntry {
+        agent: &plan.harness,
+        remote_control: registry::document::default_remote_control(&plan.harness),
+        working_directory: None,
+        extra_args: &plan.args,
+        initial_prompt: Some(prompt),
+        resume_prompt: None,
+        box_session_id: &id,
+        origin: "webhook",
+        created_at: registry::time::now_epoch(),
+        hook: plan.seed.then_some((plan.batch.source.as_str(), repository.as_str())),
+        ephemeral: true,
+    })
+}
+
+/// Steps 13–14: the lease, then the spawn line; both best effort (W8; a busy log lock skips the line).
+fn record_assignment(ctx: &Context, name: &SessionName, plan: &Plan) {
+    let log = HookLog::new(ctx.paths.hook_log());
+    let own = plan.batch.own();
+    let object = plan.meta.as_ref().and_then(|m| m.number).map(|n| n.to_string());
+    if let Err(err) = LeaseDir::new(ctx.paths.lease_dir()).create(name, &own, object.as_deref(), Some(&log)) {
+        say(&messages::lease_failed(name.as_str(), &err.to_string()));
+    }
+    let record =
+        SpawnRecord { name, topic: &own, event: &plan.batch.event, object: object.as_deref(), count: plan.batch.count };
+    let _ = log.append_spawn(&record);
+}
+
+/// §8.4: the cause, the refusal record, W9, exit 75.
+fn defer(ctx: &Context, env: &impl Fn(&str) -> Option<OsString>, refusal: Refusal) -> u8 {
+    say(&refusal.cause);
+    let text = |k: &str| env(k).map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
+    let record = RefusalRecord::new(ctx.paths.refusal_record());
+    let (live, max) = refusal.counts.map_or((None, None), |(used, max)| (Some(used), Some(max)));
+    if let Err(err) = record.bump(live, max, &text("LOCAL_WEBHOOK_SPAWN_TOPIC"), &text("LOCAL_WEBHOOK_SPAWN_KEY")) {
+        say(&messages::record_failed(&record.path().display().to_string(), &err.to_string()));
+    }
+    say(messages::DEFERRED);
+    exit::TEMPFAIL
+}

@@ -1,0 +1,677 @@
+//! Black-box tests of agent-box-webhook-spawn (60-webhook-spawn §12, 80 WH and LS scenarios): the real binary, a
+//! temporary HOME and state directory, a private tmux socket with no server unless a test starts one.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_box_tests::Sandbox;
+use serde_json::{Value, json};
+
+fn world() -> Sandbox {
+    let mut sb = Sandbox::new();
+    sb.set_env("AGENT_BOX_DEFAULT_AGENT", "claude");
+    fs::create_dir_all(filter_dir(&sb)).unwrap();
+    sb
+}
+
+fn filter_dir(sb: &Sandbox) -> PathBuf {
+    sb.home().join(".local/state/local-webhook")
+}
+
+/// Runs a spawn with `vars` added to the sandbox environment and `stdin` fed.
+fn spawn(sb: &Sandbox, vars: &[(&str, &str)], stdin: &[u8]) -> Output {
+    let mut cmd = sb.cmd("agent-box-webhook-spawn");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let bytes = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&bytes);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+const BATCH: &[u8] = b"[github] issue #4242 opened on acme/widgets by alice: the login test is flaky\n";
+
+fn keyed<'a>(key: &'a str, meta: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("LOCAL_WEBHOOK_SPAWN_KEY", key),
+        ("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:acme/*"),
+        ("LOCAL_WEBHOOK_SPAWN_EVENT", "issues"),
+        ("LOCAL_WEBHOOK_SPAWN_NOTE", "CI failures"),
+        ("LOCAL_WEBHOOK_SPAWN_COUNT", "3"),
+        ("LOCAL_WEBHOOK_SPAWN_META", meta),
+    ]
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The single hook name in the registry.
+fn only_name(sb: &Sandbox) -> String {
+    let doc = sb.read_registry();
+    let names: Vec<&str> = doc.names().collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].to_owned()
+}
+
+fn filter_of(sb: &Sandbox, name: &str) -> Option<Value> {
+    serde_json::from_slice(&fs::read(filter_dir(sb).join(format!("filter.agent-{name}.json"))).ok()?).ok()
+}
+
+fn prompt_of(sb: &Sandbox, name: &str) -> String {
+    sb.entry(name).unwrap()["initialPrompt"].as_str().unwrap().to_owned()
+}
+
+fn tree(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            out.push(entry.path());
+            if entry.file_type().unwrap().is_dir() {
+                walk(&entry.path(), out);
+            }
+        }
+    }
+    walk(root, &mut out);
+    out.sort();
+    out
+}
+
+fn is_hex(text: &str) -> bool {
+    text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[test]
+fn help_and_a_usage_error() {
+    let sb = world();
+    assert_eq!(code(&sb.cmd("agent-box-webhook-spawn").arg("--help").output().unwrap()), 0);
+    assert_eq!(code(&sb.cmd("agent-box-webhook-spawn").arg("--bogus").output().unwrap()), 2);
+    let out = sb.cmd("agent-box-webhook-spawn").arg("--resolved-profile").arg("x").output().unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("'--resolved-profile' is not part of this build"));
+}
+
+#[test]
+fn wh01_an_empty_batch_writes_nothing() {
+    let sb = world();
+    let before = tree(sb.home());
+    for stdin in [&b""[..], b"\n\n", b"  \n"] {
+        let out = spawn(&sb, &keyed("acme/widgets", "{}"), stdin);
+        assert_eq!(code(&out), 0);
+        assert!(out.stdout.is_empty());
+    }
+    assert_eq!(tree(sb.home()), before);
+}
+
+#[test]
+fn wh02_ls01_an_accepted_batch_adds_the_entry_filter_lease_and_line() {
+    let sb = world();
+    let out = spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let name = only_name(&sb);
+    let suffix = name.strip_prefix("hook-acme-widgets-").unwrap();
+    assert!(suffix.len() == 4 && is_hex(suffix), "{name}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("session '{name}' (claude) added with a kickoff prompt — the supervisor starts it within ~2s\n")
+    );
+    let entry = sb.entry(&name).unwrap();
+    assert_eq!(
+        (&entry["origin"], &entry["ephemeral"], &entry["workingDirectory"]),
+        (&json!("webhook"), &json!(true), &Value::Null)
+    );
+    assert_eq!(entry["hook"], json!({"source": "github", "repository": "acme/widgets"}));
+    let lease = sb.lease(&name).unwrap();
+    let keys: Vec<&String> = lease.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["//", "topic", "object", "claimedAt", "gen", "outcome", "lastSeenAt"]);
+    assert_eq!((&lease["topic"], &lease["object"]), (&json!("github:acme/widgets"), &json!("535")));
+    assert!(registry::is_uuid(lease["gen"].as_str().unwrap()));
+    assert_eq!((&lease["outcome"], &lease["lastSeenAt"]), (&Value::Null, &Value::Null));
+    let mode = |p: &Path| fs::metadata(p).unwrap().mode() & 0o777;
+    assert_eq!(mode(&sb.lease_path(&name)), 0o600);
+    assert_eq!(mode(&sb.state_dir().join("lease/.lock")), 0o600);
+    assert_eq!(mode(&sb.state_dir().join("lease")), 0o700);
+    let log = sb.hook_log();
+    assert_eq!(log.len(), 1);
+    assert_eq!(
+        (&log[0]["what"], &log[0]["name"], &log[0]["count"], &log[0]["event"]),
+        (&json!("spawn"), &json!(name), &json!(3), &json!("issues"))
+    );
+    assert!(filter_of(&sb, &name).is_some());
+}
+
+#[test]
+fn wh02_names_for_unset_unicode_and_long_keys() {
+    let sb = world();
+    let out = spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:acme/*")], BATCH);
+    assert_eq!(code(&out), 0);
+    let name = only_name(&sb);
+    assert!(name.starts_with("hook-event-") && is_hex(&name[11..]) && name.len() == 15, "{name}");
+    assert!(filter_of(&sb, &name).is_none() && sb.lease(&name).is_none() && sb.hook_log().is_empty());
+    assert!(!prompt_of(&sb, &name).contains("already subscribed"));
+    for (key, prefix) in [
+        ("é/x", "hook----x-"),
+        ("acme/local-channels", "hook-acme-local-channels-"),
+        ("acme/local-channels-staging", "hook-acme-local-channels-staging-"),
+    ] {
+        let sb = world();
+        assert_eq!(code(&spawn(&sb, &keyed(key, "{}"), BATCH)), 0);
+        assert!(only_name(&sb).starts_with(prefix), "{key}");
+    }
+    let sb = world();
+    assert_eq!(code(&spawn(&sb, &keyed(&"k".repeat(140), "{}"), BATCH)), 0);
+    assert_eq!(only_name(&sb).len(), 150);
+    for len in [141, 211] {
+        let sb = world();
+        let key = "k".repeat(len);
+        let out = spawn(&sb, &keyed(&key, "{}"), BATCH);
+        assert_eq!(code(&out), 0);
+        let name = only_name(&sb);
+        assert!(name.len() == 13 && is_hex(&name[5..]), "{name}");
+        assert!(stderr(&out).contains("does not fit a session name (at most 150 characters)"));
+        assert!(stderr(&out).contains(&format!("this session is called '{name}' instead")));
+        assert_eq!(sb.lease(&name).unwrap()["topic"], json!(format!("github:{key}")));
+    }
+}
+
+#[test]
+fn wh03_claim_shapes() {
+    let cases: Vec<(&str, Value, &str)> = vec![
+        (
+            r#"{"event":"issues","action":"assigned","number":"4242"}"#,
+            json!({"any":[{"path":"issue.number","in":[4242]},{"path":"pull_request.number","in":[4242]}]}),
+            "acme/numbered#4242 (issues.assigned)",
+        ),
+        (
+            r#"{"number":4242}"#,
+            json!({"any":[{"path":"issue.number","in":[4242]},{"path":"pull_request.number","in":[4242]}]}),
+            "#4242",
+        ),
+        (
+            r#"{"number":"4242","sha":"da73cb1234"}"#,
+            json!({"any":[{"path":"issue.number","in":[4242]},{"path":"pull_request.number","in":[4242]}]}),
+            "#4242",
+        ),
+    ];
+    for (meta, include, in_note) in cases {
+        let sb = world();
+        assert_eq!(code(&spawn(&sb, &keyed("acme/numbered", meta), BATCH)), 0);
+        let filter = filter_of(&sb, &only_name(&sb)).unwrap();
+        assert_eq!(filter["topics"][0]["include"], include, "{meta}");
+        assert!(filter["topics"][0]["note"].as_str().unwrap().contains(in_note), "{meta}");
+        assert_eq!(sb.lease(&only_name(&sb)).unwrap()["object"], json!("4242"));
+    }
+    let sb = world();
+    assert_eq!(
+        code(&spawn(
+            &sb,
+            &keyed("acme/shaclaim", r#"{"sha":"da73cb12ee","branch":"master","event":"check_run"}"#),
+            BATCH
+        )),
+        0
+    );
+    let topic = &filter_of(&sb, &only_name(&sb)).unwrap()["topics"][0];
+    let paths: Vec<&str> =
+        topic["include"]["any"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        [
+            "workflow_run.head_sha",
+            "workflow_job.head_sha",
+            "check_run.head_sha",
+            "check_suite.head_sha",
+            "deployment.sha",
+            "sha"
+        ]
+    );
+    assert!(topic["include"].get("all").is_none());
+    let note = topic["note"].as_str().unwrap();
+    assert!(note.contains("acme/shaclaim@da73cb12") && note.contains("on master") && note.contains("THAT COMMIT"));
+    for meta in [
+        r#"{"number":"n/a"}"#,
+        r#"{"sha":"HEAD"}"#,
+        r#"{"sha":"DA73CB12"}"#,
+        r#"{"number":"1234567890123456789"}"#,
+        "{}",
+        "",
+    ] {
+        let sb = world();
+        assert_eq!(code(&spawn(&sb, &keyed("acme/fb", meta), BATCH)), 0);
+        let topic = &filter_of(&sb, &only_name(&sb)).unwrap()["topics"][0];
+        assert!(topic["include"].get("all").is_some(), "{meta}: fallback");
+        let note = topic["note"].as_str().unwrap();
+        assert!(note.contains("TOPIC BRANCHES") && !note.contains('#'), "{meta}");
+        assert_eq!(sb.lease(&only_name(&sb)).unwrap()["object"], Value::Null);
+    }
+    let big = format!("{{\"x\":\"{}\"}}", "a".repeat(100 * 1024));
+    for meta in ["not json", "[1]", big.as_str()] {
+        let sb = world();
+        let out = spawn(&sb, &keyed("acme/bad", meta), BATCH);
+        assert_eq!(code(&out), 0);
+        assert!(stderr(&out).contains("LOCAL_WEBHOOK_SPAWN_META is not a JSON object; this session claims nothing"));
+        let topic = &filter_of(&sb, &only_name(&sb)).unwrap()["topics"][0];
+        assert!(topic.get("include").is_none());
+        assert!(
+            topic["note"].as_str().unwrap().starts_with("seeded at spawn: started for an event on github:acme/bad;")
+        );
+    }
+}
+
+#[test]
+fn wh03_filter_document_shape() {
+    let sb = world();
+    assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH)), 0);
+    let name = only_name(&sb);
+    let path = filter_dir(&sb).join(format!("filter.agent-{name}.json"));
+    assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+    let filter = filter_of(&sb, &name).unwrap();
+    let keys: Vec<&String> = filter.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["//", "enabled", "ttlHours", "topics"]);
+    let topic = filter["topics"][0].as_object().unwrap();
+    let keys: Vec<&String> = topic.keys().collect();
+    assert_eq!(keys, ["topic", "note", "include", "ignoreSenders", "renewOnEvent", "subscribedAt", "lastActivityAt"]);
+    assert_eq!(topic["topic"], json!("github:acme/widgets"));
+    let at = topic["subscribedAt"].as_str().unwrap();
+    assert!(at.ends_with(".000Z") && topic["lastActivityAt"] == json!(at));
+}
+
+#[test]
+fn wh04_ls02_lease_and_log_per_spawn() {
+    let sb = world();
+    for _ in 0..2 {
+        assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 0);
+    }
+    let doc = sb.read_registry();
+    let names: Vec<&str> = doc.names().collect();
+    assert_eq!(names.len(), 2);
+    let gens: Vec<Value> = names.iter().map(|n| sb.lease(n).unwrap()["gen"].clone()).collect();
+    assert_ne!(gens[0], gens[1]);
+    let sb = world();
+    let mut vars = keyed("acme/widgets", r#"{"number":"n/a"}"#);
+    vars.retain(|(k, _)| *k != "LOCAL_WEBHOOK_SPAWN_COUNT");
+    vars.push(("LOCAL_WEBHOOK_SPAWN_COUNT", "x"));
+    assert_eq!(code(&spawn(&sb, &vars, BATCH)), 0);
+    assert_eq!(sb.hook_log()[0]["count"], Value::Null);
+    assert_eq!(sb.lease(&only_name(&sb)).unwrap()["object"], Value::Null, "LS03");
+}
+
+#[test]
+fn ls03_a_non_numeric_number_stores_a_null_object() {
+    let sb = world();
+    assert_eq!(code(&spawn(&sb, &keyed("acme/x", r#"{"number":"n/a"}"#), BATCH)), 0);
+    let name = only_name(&sb);
+    assert_eq!(sb.lease(&name).unwrap()["object"], Value::Null);
+    assert_eq!(sb.hook_log()[0]["object"], Value::Null);
+}
+
+#[test]
+fn wh05_wh06_the_prompt() {
+    let sb = world();
+    let armed = b"[github] issue #7 assigned on acme/x by bob\n";
+    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), armed)), 0);
+    let prompt = prompt_of(&sb, &only_name(&sb));
+    for needle in [
+        "webhook dispatcher",
+        "github:acme/*",
+        "(\"CI failures\")",
+        "triage a new issue",
+        "UNTRUSTED",
+        "agent-box-session rm hook-",
+        "already subscribed to github:acme/x",
+        "may ASSIGN an issue or PR to this box",
+        "confirm the assignee first",
+        "gh issue view",
+    ] {
+        assert!(prompt.contains(needle), "missing {needle:?}");
+    }
+    assert!(prompt.ends_with("[github] issue #7 assigned on acme/x by bob"));
+    for batch in [
+        &b"[github] issue #8 opened on acme/x"[..],
+        b"[github] issue #9 unassigned on acme/x",
+        b"[github] issue #9 edited\n assigned on acme/x",
+    ] {
+        let sb = world();
+        assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), batch)), 0);
+        assert!(!prompt_of(&sb, &only_name(&sb)).contains("may ASSIGN"));
+    }
+}
+
+fn filler(sb: &Sandbox) {
+    sb.write_registry(r#"{"version":1,"sessions":{"filler":{"agent":"tool"}}}"#);
+}
+
+#[test]
+fn wh07_ls14_a_deferred_batch_leaves_nothing_but_the_refusal_record() {
+    let sb = world();
+    sb.set_limit("1");
+    filler(&sb);
+    let before = fs::read(sb.registry()).unwrap();
+    let out = spawn(&sb, &keyed("acme/widgets", "{}"), BATCH);
+    assert_eq!(code(&out), 75);
+    let text = stderr(&out);
+    assert_eq!(text.lines().last(), Some("agent-box-webhook-spawn: session start deferred; receiver will retry"));
+    assert!(stderr(&out).contains("Session limit reached (1 of 1 slots running or queued)"));
+    assert_eq!(fs::read(sb.registry()).unwrap(), before);
+    assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0);
+    assert!(!sb.state_dir().join("lease").exists() && sb.hook_log().is_empty());
+    let record_path = sb.state_dir().join("webhook-spawn-refused.json");
+    let record: Value = serde_json::from_slice(&fs::read(&record_path).unwrap()).unwrap();
+    assert_eq!(
+        (&record["count"], &record["live"], &record["max"], &record["deferred"]),
+        (&json!(1), &json!(1), &json!(1), &json!(true))
+    );
+    assert_eq!((&record["key"], &record["topic"]), (&json!("acme/widgets"), &json!("github:acme/*")));
+    assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 75);
+    let again: Value = serde_json::from_slice(&fs::read(&record_path).unwrap()).unwrap();
+    assert_eq!((&again["count"], &again["firstAt"]), (&json!(2), &record["firstAt"]));
+    sb.set_limit("2");
+    assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 0);
+}
+
+#[test]
+fn wh08_other_refusals_leave_nothing_behind() {
+    let sb = world();
+    filler(&sb);
+    let before = fs::read(sb.registry()).unwrap();
+    let check_nothing = |sb: &Sandbox| {
+        assert_eq!(fs::read(sb.registry()).unwrap(), before);
+        assert_eq!(fs::read_dir(filter_dir(sb)).unwrap().count(), 0);
+        assert!(!sb.state_dir().join("lease").exists() && sb.hook_log().is_empty());
+    };
+    {
+        let _held =
+            registry::FileLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO, false).unwrap();
+        let mut vars = keyed("acme/widgets", "{}");
+        vars.push(("REGISTRY_LOCK_WAIT", "1"));
+        let start = Instant::now();
+        let out = spawn(&sb, &vars, BATCH);
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert_eq!(code(&out), 75);
+        assert!(stderr(&out).contains("could not lock"));
+        check_nothing(&sb);
+    }
+    for limit in ["0", "lots"] {
+        sb.set_limit(limit);
+        let out = spawn(&sb, &keyed("acme/widgets", "{}"), BATCH);
+        assert_eq!(code(&out), 75, "{limit}");
+        assert!(stderr(&out).contains("cannot check session capacity"));
+        let record: Value =
+            serde_json::from_slice(&fs::read(sb.state_dir().join("webhook-spawn-refused.json")).unwrap()).unwrap();
+        assert_eq!((&record["live"], &record["max"]), (&Value::Null, &Value::Null));
+        check_nothing(&sb);
+    }
+    sb.set_limit("8");
+    let out = spawn(&sb, &[("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux"), ("LOCAL_WEBHOOK_SPAWN_KEY", "acme/w")], BATCH);
+    assert_eq!(code(&out), 75);
+    check_nothing(&sb);
+    fs::write(sb.registry(), b"not json").unwrap();
+    let out = spawn(&sb, &keyed("acme/widgets", "{}"), BATCH);
+    assert_eq!(code(&out), 75);
+    assert!(
+        stderr(&out).contains("does not parse or cannot be read") && stderr(&out).contains("the supervisor repairs it")
+    );
+    assert_eq!(fs::read(sb.registry()).unwrap(), b"not json", "never quarantined by the spawner");
+}
+
+#[test]
+fn wh09_eight_concurrent_spawns_at_limit_four() {
+    for harness in ["claude", "shell"] {
+        for round in 0..10 {
+            let mut sb = world();
+            sb.set_limit("4");
+            sb.set_env("AGENT_BOX_DEFAULT_AGENT", harness);
+            let children: Vec<_> = (0..8)
+                .map(|_| {
+                    let mut cmd = sb.cmd("agent-box-webhook-spawn");
+                    cmd.env("LOCAL_WEBHOOK_SPAWN_KEY", "acme/widgets")
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null());
+                    let mut child = cmd.spawn().unwrap();
+                    child.stdin.take().unwrap().write_all(BATCH).unwrap();
+                    child
+                })
+                .collect();
+            let mut codes: Vec<i32> =
+                children.into_iter().map(|c| c.wait_with_output().unwrap().status.code().unwrap()).collect();
+            codes.sort_unstable();
+            assert_eq!(codes, [0, 0, 0, 0, 75, 75, 75, 75], "{harness} round {round}");
+            let doc = sb.read_registry();
+            let names: Vec<&str> = doc.names().collect();
+            assert_eq!(names.len(), 4);
+            assert!(
+                names.iter().all(|n| n.starts_with("hook-") && filter_of(&sb, n).is_some() && sb.lease(n).is_some())
+            );
+            assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 4);
+            let spawns: Vec<Value> = sb.hook_log().into_iter().filter(|l| l["what"] == "spawn").collect();
+            assert_eq!(spawns.len(), 4);
+            let record: Value =
+                serde_json::from_slice(&fs::read(sb.state_dir().join("webhook-spawn-refused.json")).unwrap()).unwrap();
+            assert_eq!(record["count"], json!(4));
+        }
+    }
+}
+
+#[test]
+fn wh10_hostile_input() {
+    let sb = world();
+    let vars = vec![
+        ("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"),
+        ("AGENT_BOX_HOOK_SESSION_ARGS", "[\"--model\",\"sonnet\",\"two\\nlines\"]"),
+    ];
+    assert_eq!(code(&spawn(&sb, &vars, b"a\0b \xff\n")), 0);
+    let name = only_name(&sb);
+    assert_eq!(sb.entry(&name).unwrap()["extraArgs"], json!(["--model", "sonnet", "two\nlines"]));
+    assert!(!fs::read(sb.registry()).unwrap().windows(6).any(|w| w == b"\\u0000"));
+    assert!(prompt_of(&sb, &name).ends_with("a\u{fffd}b \u{fffd}"));
+    for args in ["not json", "{}", "[1]", "[\"a\\u0000b\"]"] {
+        let sb = world();
+        let out = spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"), ("AGENT_BOX_HOOK_SESSION_ARGS", args)], BATCH);
+        assert_eq!(code(&out), 0);
+        assert!(stderr(&out).contains("AGENT_BOX_HOOK_SESSION_ARGS is not a JSON array of strings"));
+        assert_eq!(sb.entry(&only_name(&sb)).unwrap()["extraArgs"], json!([]));
+    }
+    for filler_char in ["x", "'"] {
+        let sb = world();
+        let mut big: String = (0..20_000).map(|i| format!("[github] event {i} {}\n", filler_char.repeat(40))).collect();
+        big.push_str("[github] the newest line\n");
+        let out = spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x")], big.as_bytes());
+        assert_eq!(code(&out), 0);
+        let prompt = prompt_of(&sb, &only_name(&sb));
+        let quoted = prompt.len() + 3 * prompt.matches('\'').count();
+        assert!(quoted <= 96 * 1024, "{quoted}");
+        assert!(prompt.contains("earlier line(s) of this batch were left out to keep the prompt small"));
+        assert!(prompt.ends_with("[github] the newest line"));
+    }
+    let sb = world();
+    let out =
+        spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"), ("LOCAL_WEBHOOK_SPAWN_SOURCE", "bad source!")], BATCH);
+    assert_eq!(code(&out), 0);
+    assert!(stderr(&out).contains("the event key or source cannot be claimed"));
+    let name = only_name(&sb);
+    assert!(sb.entry(&name).unwrap().get("hook").is_none() && sb.lease(&name).is_none());
+}
+
+#[test]
+fn wh11_a_missing_filter_directory_starts_unsubscribed() {
+    let sb = world();
+    fs::remove_dir_all(filter_dir(&sb)).unwrap();
+    let out = spawn(&sb, &keyed("acme/x", "{}"), BATCH);
+    assert_eq!(code(&out), 0);
+    assert!(stderr(&out).contains("the session starts unsubscribed, so its CI may start a duplicate"));
+    let name = only_name(&sb);
+    assert!(!prompt_of(&sb, &name).contains("already subscribed"));
+    assert!(sb.lease(&name).is_some());
+}
+
+#[test]
+fn wh11_an_unwritable_lease_directory_is_w8_and_still_accepted() {
+    let sb = world();
+    fs::create_dir_all(sb.state_dir()).unwrap();
+    fs::write(sb.state_dir().join("lease"), b"not a directory").unwrap();
+    let out = spawn(&sb, &keyed("acme/x", "{}"), BATCH);
+    assert_eq!(code(&out), 0);
+    assert!(stderr(&out).contains("could not create the lease for"));
+    assert!(sb.entry(&only_name(&sb)).is_some());
+}
+
+#[test]
+fn wh12_render_mode_writes_nothing() {
+    let mut sb = world();
+    fs::write(
+        filter_dir(&sb).join("filter.dispatch.json"),
+        r#"{"topics":[{"topic":"github:acme/*","name":"","spawnConfig":{"profile":"reviewer"}}]}"#,
+    )
+    .unwrap();
+    sb.set_env("AGENT_BOX_HOOK_SESSION_ARGS", "not json");
+    let before = tree(sb.home());
+    let out = sb.cmd("agent-box-webhook-spawn").args(["--preamble", "github:acme/*", "CI failures"]).output().unwrap();
+    assert_eq!(code(&out), 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("Launch command — what a match starts, with the prompt below:\n  claude\n"));
+    assert!(text.contains("'reviewer' from the watch's spawnConfig — IGNORED"));
+    assert!(text.contains("IGNORED, not a JSON array of strings"));
+    assert!(text.contains("the fleet-wide default"));
+    assert!(text.contains("hook-<key>-<hex>") && text.contains("(\"CI failures\")"));
+    assert_eq!(tree(sb.home()), before);
+    sb.remove_env("AGENT_BOX_DEFAULT_AGENT");
+    let out = sb.cmd("agent-box-webhook-spawn").args(["--preamble", "github:acme/*"]).output().unwrap();
+    assert!(String::from_utf8(out.stdout).unwrap().contains("<the box default harness>"));
+}
+
+#[test]
+fn ls11_a_full_hook_log_is_trimmed_and_made_private() {
+    let sb = world();
+    fs::create_dir_all(sb.state_dir()).unwrap();
+    let log = sb.state_dir().join("hook-sessions.jsonl");
+    fs::write(&log, (0..400).map(|i| format!("{{\"n\":{i}}}\n")).collect::<String>()).unwrap();
+    fs::set_permissions(&log, fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), BATCH)), 0);
+    let text = fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 200);
+    assert!(text.lines().last().unwrap().contains("\"what\":\"spawn\""));
+    assert_eq!(fs::metadata(&log).unwrap().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn ls12_a_busy_hook_log_skips_the_line_only() {
+    let sb = world();
+    fs::create_dir_all(sb.state_dir()).unwrap();
+    let _held =
+        registry::FileLock::acquire(&sb.state_dir().join("hook-sessions.jsonl.lock"), Duration::ZERO, false).unwrap();
+    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), BATCH)), 0);
+    assert!(sb.hook_log().is_empty());
+    assert!(sb.lease(&only_name(&sb)).is_some());
+}
+
+#[test]
+fn configuration_errors_drop_the_batch() {
+    let mut sb = world();
+    sb.remove_env("AGENT_BOX_DEFAULT_AGENT");
+    let out = spawn(&sb, &keyed("acme/x", "{}"), BATCH);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("AGENT_BOX_DEFAULT_AGENT is not set to a harness name"));
+    sb.set_env("AGENT_BOX_DEFAULT_AGENT", "nope");
+    let out = spawn(&sb, &keyed("acme/x", "{}"), BATCH);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("harness 'nope' is not available"));
+    sb.set_env("AGENT_BOX_DEFAULT_AGENT", "claude");
+    sb.set_env("HOME", "relative");
+    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), BATCH)), 2);
+    assert!(!sb.registry().exists());
+}
+
+#[test]
+fn wh11_a_failed_registry_write_removes_the_filter_and_defers() {
+    use agent_box_tests::privilege::{chown_tree, unprivileged};
+    let sb = world();
+    filler(&sb);
+    fs::write(sb.registry().with_extension("json.lock"), b"").unwrap();
+    fs::create_dir_all(sb.state_dir()).unwrap();
+    chown_tree(sb.root());
+    chown_tree(sb.tmux_dir());
+    let conf = sb.registry().parent().unwrap().to_path_buf();
+    fs::set_permissions(&conf, fs::Permissions::from_mode(0o500)).unwrap();
+    let before = fs::read(sb.registry()).unwrap();
+    let mut cmd = sb.cmd("agent-box-webhook-spawn");
+    for (k, v) in keyed("acme/widgets", "{}") {
+        cmd.env(k, v);
+    }
+    let mut child =
+        unprivileged(&cmd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(BATCH).unwrap();
+    let out = child.wait_with_output().unwrap();
+    fs::set_permissions(&conf, fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(code(&out), 75, "{}", stderr(&out));
+    assert!(stderr(&out).contains("nothing of this batch was kept"), "{}", stderr(&out));
+    assert_eq!(fs::read(sb.registry()).unwrap(), before);
+    assert_eq!(
+        fs::read_dir(filter_dir(&sb)).unwrap().count(),
+        0,
+        "the filter written before the failed insert is removed"
+    );
+    assert!(!sb.state_dir().join("lease").exists() && sb.hook_log().is_empty());
+}
+
+#[test]
+fn wh14_a_deferred_batch_retried_three_times_then_accepted_once() {
+    let sb = world();
+    sb.set_limit("1");
+    filler(&sb);
+    for _ in 0..3 {
+        assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 75);
+    }
+    let record: Value =
+        serde_json::from_slice(&fs::read(sb.state_dir().join("webhook-spawn-refused.json")).unwrap()).unwrap();
+    assert_eq!(record["count"], json!(3));
+    assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0);
+    sb.edit_registry(|doc| {
+        doc.remove(&registry::SessionName::parse("filler").unwrap());
+    });
+    assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 0);
+    let name = only_name(&sb);
+    assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 1);
+    assert_eq!(
+        sb.state_dir().join("lease").read_dir().unwrap().filter(|e| e.as_ref().unwrap().file_name() != ".lock").count(),
+        1
+    );
+    assert_eq!(sb.hook_log().len(), 1);
+    assert_eq!(sb.hook_log()[0]["name"], json!(name));
+}
+
+#[test]
+fn wh15_the_prompt_carries_the_peers_report() {
+    use tmux::{NewSession, TmuxApi};
+    let sb = world();
+    sb.write_registry(r#"{"version":1,"sessions":{"main":{"agent":"tool"},"helper":{"agent":"codex","workingDirectory":"/home/agent/src"}}}"#);
+    for name in ["main", "helper"] {
+        let argv = vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()];
+        let request =
+            NewSession { name: registry::SessionName::parse(name).unwrap(), cwd: sb.home().into(), env: vec![], argv };
+        sb.tmux().new_session(&request).unwrap();
+        let filter = json!({"enabled": true, "topics": [{"topic": format!("github:acme/{name}"), "include": {"any": []}, "note": "busy\twith it"}]});
+        fs::write(filter_dir(&sb).join(format!("filter.agent-{name}.json")), filter.to_string()).unwrap();
+    }
+    let peers = sb.cmd("agent-box-session").arg("peers").output().unwrap();
+    assert_eq!(code(&peers), 0);
+    let report = String::from_utf8(peers.stdout).unwrap();
+    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), BATCH)), 0);
+    let name = sb.read_registry().names().find(|n| n.starts_with("hook-")).unwrap().to_owned();
+    let prompt = prompt_of(&sb, &name);
+    assert!(prompt.contains(&format!("\n\n{}\n\n", report.trim_end_matches('\n'))), "peers block missing:\n{prompt}");
+}

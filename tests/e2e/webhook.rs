@@ -1,0 +1,124 @@
+//! Webhook-spawn with the supervisor running (80 WH13, WH16, X07, X09): the dispatched session starts, gets its
+//! prompt byte for byte, reports against its lease, and leaves a complete audit trail.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::io::Write;
+use std::process::{Output, Stdio};
+
+use agent_box_tests::{Sandbox, wait_until};
+use serde_json::{Value, json};
+
+fn spawn(sb: &Sandbox, key: &str, batch: &[u8]) -> Output {
+    let mut child = sb
+        .cmd("agent-box-webhook-spawn")
+        .env("LOCAL_WEBHOOK_SPAWN_KEY", key)
+        .env("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:acme/*")
+        .env("LOCAL_WEBHOOK_SPAWN_META", r#"{"number":"7"}"#)
+        .env("AGENT_BOX_HOOK_SESSION_ARGS", r#"["--as","hooked"]"#)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let bytes = batch.to_vec();
+    let writer = std::thread::spawn(move || drop(input.write_all(&bytes)));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn hook_name(sb: &Sandbox) -> String {
+    sb.read_registry().names().find(|n| n.starts_with("hook-")).unwrap().to_owned()
+}
+
+fn prepared(sb: &mut Sandbox) {
+    sb.set_env("AGENT_BOX_DEFAULT_AGENT", "claude");
+    fs::create_dir_all(sb.home().join(".local/state/local-webhook")).unwrap();
+}
+
+#[test]
+fn wh13_the_dispatched_session_gets_its_prompt_and_its_gen() {
+    let mut sb = Sandbox::new();
+    prepared(&mut sb);
+    sb.use_counting_tmux();
+    sb.write_registry(r#"{"version":1,"sessions":{}}"#);
+    sb.start_supervisor();
+    let out = spawn(&sb, "acme/widgets", b"[github] issue #7 opened on acme/widgets\n");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let name = hook_name(&sb);
+    wait_until("the hook agent", || sb.agent("hooked").starts() == 1);
+    let argv = sb.agent("hooked").last().argv_strings();
+    let stored = serde_json::from_slice::<Value>(&fs::read(sb.registry()).unwrap()).unwrap();
+    let lease_gen = sb.lease(&name).unwrap()["gen"].as_str().unwrap().to_owned();
+    let at = argv.iter().position(|a| a == "--as").unwrap();
+    assert!(argv[..at].iter().any(|a| a == "--session-id"), "extraArgs follow the harness flags: {argv:?}");
+    assert_eq!(argv[argv.len() - 2], "--");
+    let first_prompt = argv.last().unwrap();
+    assert!(first_prompt.starts_with("This is a fresh session: the webhook dispatcher"));
+    assert!(first_prompt.ends_with("[github] issue #7 opened on acme/widgets"));
+    assert_eq!(stored["sessions"][&name]["initialPrompt"], Value::Null, "consumed at the first spawn");
+    let script = fs::read_to_string(sb.launch_file(&name)).unwrap();
+    assert!(script.contains(&format!("{name} 0 {lease_gen}")), "the epilogue carries the lease gen");
+}
+
+#[test]
+fn wh16_h05_a_batch_near_the_bound_arrives_whole() {
+    let mut sb = Sandbox::new();
+    prepared(&mut sb);
+    sb.write_registry(r#"{"version":1,"sessions":{}}"#);
+    let line = format!("[github] comment on acme/x: {}\n", "it's long ".repeat(40));
+    // 85 lines of about 550 bytes of quoted size: just under the batch bound of 48 KiB.
+    let batch: String = std::iter::repeat_n(line.as_str(), 85).collect();
+    assert_eq!(spawn(&sb, "acme/x", batch.as_bytes()).status.code(), Some(0));
+    let name = hook_name(&sb);
+    let stored = sb.entry(&name).unwrap()["initialPrompt"].as_str().unwrap().to_owned();
+    sb.once();
+    wait_until("the hook agent", || sb.agent("hooked").starts() == 1);
+    let argv = sb.agent("hooked").last().argv;
+    assert_eq!(argv.last().unwrap(), stored.as_bytes(), "byte for byte");
+    let quoted = stored.len() + 3 * stored.matches('\'').count();
+    assert!(quoted > 45 * 1024 && !stored.contains("were left out"), "{quoted}");
+}
+
+#[test]
+fn x07_spawn_crash_rm_leaves_a_complete_audit_trail() {
+    let mut sb = Sandbox::in_slot();
+    prepared(&mut sb);
+    sb.write_registry(r#"{"version":1,"sessions":{}}"#);
+    sb.agent("hooked").control("exit 1");
+    assert_eq!(spawn(&sb, "acme/widgets", b"[github] issue #7 opened\n").status.code(), Some(0));
+    let name = hook_name(&sb);
+    sb.once();
+    wait_until("died:1", || sb.entry(&name).is_some_and(|e| e["died"] == json!(1)));
+    assert_eq!(sb.lease(&name).unwrap()["outcome"], json!("died:1"));
+    let leases = sb.cmd("agent-box-session").arg("leases").output().unwrap();
+    assert!(String::from_utf8(leases.stdout).unwrap().contains("died:1"));
+    let rm = sb.cmd("agent-box-session").args(["rm", &name]).output().unwrap();
+    assert_eq!(rm.status.code(), Some(0));
+    assert!(sb.lease(&name).is_none());
+    let trail: Vec<(Value, Value)> = sb.hook_log().into_iter().map(|l| (l["what"].clone(), l["how"].clone())).collect();
+    assert_eq!(
+        trail,
+        vec![(json!("spawn"), Value::Null), (json!("end"), json!("died:1")), (json!("end"), json!("rm"))]
+    );
+}
+
+#[test]
+fn x09_a_deferred_batch_starts_once_a_slot_frees() {
+    let mut sb = Sandbox::new();
+    prepared(&mut sb);
+    sb.set_limit("2");
+    sb.write_registry(r#"{"version":1,"sessions":{"a":{"agent":"tool"},"b":{"agent":"tool"}}}"#);
+    sb.once();
+    sb.wait_live("a");
+    sb.wait_live("b");
+    assert_eq!(spawn(&sb, "acme/x", b"[github] push\n").status.code(), Some(75));
+    let rm = sb.cmd("agent-box-session").args(["rm", "a"]).output().unwrap();
+    assert_eq!(rm.status.code(), Some(0));
+    assert_eq!(spawn(&sb, "acme/x", b"[github] push\n").status.code(), Some(0));
+    let name = hook_name(&sb);
+    sb.once();
+    sb.wait_live(&name);
+}
