@@ -388,6 +388,15 @@ fn ms10_concurrent_writers_keep_the_counter_and_the_crash() {
 fn ms11_production_bake_is_static_and_records() {
     let baked = Baked::new(Profile::Epilogue);
     assert!(!has_interpreter(&baked.binary).unwrap(), "no PT_INTERP");
+    match Command::new("file").arg(&baked.binary).output() {
+        Ok(out) => assert!(
+            String::from_utf8_lossy(&out.stdout).contains("statically linked")
+                || String::from_utf8_lossy(&out.stdout).contains("static-pie linked"),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        ),
+        Err(_) => eprintln!("SKIP ms11 file(1) check: file is not installed"),
+    }
     let size = fs::metadata(&baked.binary).unwrap().len();
     assert!(size <= 1_572_864, "Q2: {size} bytes is over 1.5 MiB");
     baked.write_registry(&main_entry());

@@ -529,3 +529,32 @@ fn configuration_errors_are_exit_2() {
     sb.remove_env("AGENT_BOX_AGENTS");
     assert_eq!(code(&session(&sb, &["add", "x"])), 2);
 }
+
+#[test]
+fn eight_processes_adding_forty_distinct_names_lose_none() {
+    let sb = Sandbox::new();
+    sb.set_limit("64");
+    let bin = agent_box_tests::bins::bin("agent-box-session");
+    let env: Vec<_> =
+        sb.cmd("agent-box-session").get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))).collect();
+    let children: Vec<_> = (0..8)
+        .map(|p| {
+            // Each process adds its five names one after another, all eight at once.
+            let adds: Vec<String> =
+                (0..5).map(|i| format!("'{}' add p{p}n{i} --harness tool", bin.display())).collect();
+            Command::new("/bin/sh")
+                .arg("-c")
+                .arg(adds.join(" && "))
+                .env_clear()
+                .envs(env.clone())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let doc = sb.read_registry();
+    assert_eq!(doc.names().count(), 40);
+}
