@@ -63,6 +63,7 @@ impl Supervisor {
         match prepare(&self.config, name, entry, side) {
             Ok(prepared) => {
                 self.latches.not_installed.clear(name.as_str());
+                self.latches.problem.clear(name.as_str());
                 self.note_cwd(name, prepared.cwd_fallback.as_deref());
                 if prepared.codex_remote_control_ignored && self.latches.codex_remote.insert(name.to_string()) {
                     self.log.line(&format!(

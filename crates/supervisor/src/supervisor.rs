@@ -231,7 +231,6 @@ impl Supervisor {
                 self.note_unusable_key(key, seen.key_valid);
                 continue;
             };
-            self.latches.problem.clear(key);
             match decide(&seen) {
                 Action::Running => {
                     self.graduate(&name, tick.now);
