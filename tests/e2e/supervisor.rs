@@ -858,3 +858,35 @@ fn sv20_two_hundred_live_entries_idle_tick_one_tmux_process_no_write() {
     assert_eq!((registry_meta.ino(), registry_meta.mtime_nsec()), (after.ino(), after.mtime_nsec()));
     assert_eq!(fs::metadata(sb.side_file("e100")).unwrap().mtime_nsec(), side_mtime);
 }
+
+#[test]
+fn rg13_sup_10_5_temps_of_killed_writers_are_swept_under_their_locks() {
+    let sb = Sandbox::new();
+    sb.write_registry(&registry_with(&[]));
+    let filters = sb.home().join(".local/state/local-webhook");
+    fs::create_dir_all(&filters).unwrap();
+    fs::create_dir_all(sb.state_dir().join("lease")).unwrap();
+    let ours = [
+        sb.registry().with_extension("json.tmp-ab12cd34"),
+        filters.join("filter.agent-hook-x.json.tmp-ab12cd34"),
+        sb.state_dir().join("lease/hook-x.json.tmp-ab12cd34"),
+        sb.state_dir().join("hook-sessions.jsonl.tmp-ab12cd34"),
+        sb.state_dir().join("webhook-spawn-refused.json.tmp-ab12cd34"),
+    ];
+    let foreign = [
+        sb.registry().with_extension("json.XXXXXX"),
+        filters.join("filter.agent-hook-x.json.tmp-ABCDEFGH"),
+        filters.join("filter.other-hook-x.json.tmp-ab12cd34"),
+        filters.join("filter.json.tmp-ab12cd34"),
+    ];
+    for file in ours.iter().chain(&foreign) {
+        fs::write(file, b"t").unwrap();
+    }
+    sb.once();
+    for file in &ours {
+        assert!(!file.exists(), "{file:?} left behind");
+    }
+    for file in &foreign {
+        assert!(file.exists(), "{file:?} is not ours to delete");
+    }
+}

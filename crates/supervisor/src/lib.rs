@@ -1,5 +1,14 @@
 //! agent-box-supervisor as a library: configuration, side files, harness launch and the reconcile loop.
 //! The binary in `main.rs` is a thin front over it.
+//!
+//! Choices where the specification is silent:
+//! - Claim-filter temps (`filter.<user>-<name>.json.tmp-XXXXXXXX`) are swept with the registry temps, under the
+//!   registry lock: webhook-spawn writes the filter inside its registry-lock section, so one a lock holder can see
+//!   was left by a killed spawner.
+//! - A first start (an entry never launched) begins a new backoff record: nothing of an earlier life of the
+//!   same name carries over.
+//! - `new-session` answering "duplicate session" logs nothing: the pane appeared between the snapshot and the
+//!   spawn, and the next tick sees it running.
 
 pub mod backoff;
 pub mod config;

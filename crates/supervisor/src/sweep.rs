@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use lease::{EndHow, Expect, ListedNames};
-use registry::store::{read_for_write, remove_temp_leftovers, write_document};
+use registry::store::{read_for_write, write_document};
 use registry::{Document, SessionName, lock_ignoring_inherited};
 
 use crate::supervisor::{QUARANTINE_SWEEP_PAUSE_SECS, Supervisor, Tick};
@@ -106,18 +106,42 @@ impl Supervisor {
     }
 
     /// SUP-10.5: temp leftovers of killed writers, each deleted under the lock that guards its file, and
-    /// only when a lock-free listing found one.
+    /// only when a lock-free listing found one. Claim-filter temps belong here too: webhook-spawn writes the
+    /// filter inside its registry-lock section, so a filter temp a registry-lock holder can see is an orphan.
     fn sweep_temps(&mut self, tick: &mut Tick) {
-        let registry = self.config.paths.registry().to_path_buf();
-        if !registry::atomic::temp_leftovers_of(&registry).is_empty() && !tick.lock_refused {
-            match lock_ignoring_inherited(&registry, self.config.lock_wait) {
-                Ok(guard) => drop(remove_temp_leftovers(&guard)),
+        let found = !self.registry_guarded_temps().is_empty();
+        if found && !tick.lock_refused {
+            match lock_ignoring_inherited(self.config.paths.registry(), self.config.lock_wait) {
+                Ok(_guard) => {
+                    for temp in self.registry_guarded_temps() {
+                        let _ = fs::remove_file(temp);
+                    }
+                }
                 Err(err) => self.note_lock_refused(tick, &err),
             }
         }
         self.leases.remove_temp_leftovers();
         self.hook_log.remove_temp_leftovers();
         self.refusals.remove_temp_leftovers();
+    }
+
+    /// `<registry>.tmp-XXXXXXXX` and `filter.<user>-<name>.json.tmp-XXXXXXXX` in the webhook state directory.
+    fn registry_guarded_temps(&self) -> Vec<std::path::PathBuf> {
+        let mut temps = registry::atomic::temp_leftovers_of(self.config.paths.registry());
+        let prefix = format!("filter.{}-", self.config.paths.user());
+        let Ok(entries) = fs::read_dir(self.config.paths.webhook_state_dir()) else { return temps };
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let Some(text) = file_name.to_str() else { continue };
+            let Some(base) = text.strip_prefix(&prefix).and_then(|rest| rest.split_once(".json.tmp-")) else {
+                continue;
+            };
+            let legal = SessionName::parse(base.0).is_ok();
+            if legal && registry::atomic::is_temp_of(text, &format!("{prefix}{}.json", base.0)) {
+                temps.push(entry.path());
+            }
+        }
+        temps
     }
 
     /// Start-up: side-directory temps are ours alone (the supervisor is their only writer).

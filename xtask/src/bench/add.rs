@@ -1,19 +1,20 @@
-//! bench section `add` (spec 90 §5, bar Q4): with the loop idle over 20 live entries, the time from a locked
-//! registry add to the new pane's agent running, over 30 trials. The operator CLI `agent-box-session` does not
-//! exist yet; the add is the same locked write it will do (`Sandbox::add_entry`), made from this process.
+//! bench section `add` (spec 90 §5, bar Q4): with the loop idle over 20 live entries, the time from running
+//! `agent-box-session add bench-<i> --harness tool -- --as bench-<i>` (the release binary, in the loop's sandbox
+//! environment) to the new pane's agent running, over 30 trials; also the add command's own run time.
 
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
-use serde_json::Value;
 
 use super::Bench;
-use super::fail::{Outcome, fail};
+use super::fail::{Context, Failure, Outcome, fail};
 use super::report::{Bar, Metric, Scope, Unit};
-use super::world::{Kind, LoopWorld, entry, wait_for};
+use super::world::{LoopWorld, echo_product, wait_for};
 
 const SECTION: &str = "add";
 const TRIALS: usize = 30;
@@ -40,14 +41,22 @@ pub fn run(_bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
         println!("{SECTION}: inotify unavailable; falling back to a 1 ms stat poll");
     }
     println!(
-        "{SECTION}: {TRIALS} trials: locked add of bench-<i> (stands in for agent-box-session add), until agents/bench-<i>.1.argv appears"
+        "{SECTION}: {TRIALS} trials of the commands below (bench-0 … bench-{}), timed until agents/bench-<i>.1.argv appears; rm untimed:",
+        TRIALS - 1
     );
+    println!("{}", echo_product(&add_command(&world, "bench-0")));
+    println!("{}", echo_product(&rm_command(&world, "bench-0")));
     let (mut total, mut add_only) = (Vec::new(), Vec::new());
     for i in 0..TRIALS {
         let (t, a) = trial(&world, &watch, &agents, &format!("bench-{i}"))?;
         total.push(t);
         add_only.push(a);
     }
+    push_metrics(metrics, total, add_only);
+    Ok(())
+}
+
+fn push_metrics(metrics: &mut Vec<Metric>, total: Vec<f64>, add_only: Vec<f64>) {
     let median = super::stats::Summary::of(&total).map_or(f64::NAN, |s| s.median);
     let max = total.iter().copied().fold(0.0, f64::max);
     metrics.push(
@@ -56,28 +65,73 @@ pub fn run(_bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
             .with_ratio(median / PERIOD_MS, "2 s tick period"),
     );
     metrics.push(Metric::single(SECTION, "    max of the trials", Unit::Millis, max));
-    metrics.push(Metric::sampled(SECTION, "    the locked add alone", Unit::Millis, add_only));
-    Ok(())
+    metrics.push(Metric::sampled(SECTION, "    agent-box-session add alone (its exit - t0)", Unit::Millis, add_only));
+}
+
+/// `agent-box-session add NAME --harness tool -- --as NAME`: the fake agent names itself from `--as`.
+fn add_command(world: &LoopWorld, name: &str) -> Command {
+    let mut cmd = world.sandbox.cmd("agent-box-session");
+    cmd.args(["add", name, "--harness", "tool", "--", "--as", name]);
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+fn rm_command(world: &LoopWorld, name: &str) -> Command {
+    let mut cmd = world.sandbox.cmd("agent-box-session");
+    cmd.args(["rm", name]).stdin(Stdio::null());
+    cmd
 }
 
 /// One trial: (add → agent start file, add alone), both in ms; then, untimed, `rm` and a settled loop.
 fn trial(world: &LoopWorld, watch: &Watch, agents: &Path, name: &str) -> Outcome<(f64, f64)> {
     let file = format!("{name}.1.argv");
+    let cmd = add_command(world, name);
     watch.drain();
     let t0 = Instant::now();
-    world.sandbox.add_entry(name, Value::Object(entry(name, Kind::Plain)));
-    let added = t0.elapsed();
-    let Some(t1) = watch.wait_for(agents, &file, t0 + TRIAL_LIMIT) else {
+    let add = run_in_background(cmd);
+    let seen = watch.wait_for(agents, &file, t0 + TRIAL_LIMIT);
+    let exited = finished(add, "agent-box-session add")?;
+    let Some(t1) = seen else {
         return fail(format!("{file} did not appear within {}s", TRIAL_LIMIT.as_secs()));
     };
-    let sample = (ms(t1 - t0), ms(added));
+    let sample = (ms(t1 - t0), ms(exited - t0));
+    remove(world, name)?;
+    Ok(sample)
+}
+
+/// Runs `cmd` on a thread that notes the instant it exited, so the main thread can watch for the pane
+/// meanwhile: the agent may start before or after the add command is seen to end.
+fn run_in_background(mut cmd: Command) -> JoinHandle<(Instant, std::io::Result<Output>)> {
+    std::thread::spawn(move || {
+        let out = cmd.output();
+        (Instant::now(), out)
+    })
+}
+
+/// The exit instant of a background run, which must have succeeded.
+fn finished(run: JoinHandle<(Instant, std::io::Result<Output>)>, what: &str) -> Outcome<Instant> {
+    let (at, out) = run.join().map_err(|_| Failure(format!("the thread running {what} panicked")))?;
+    succeeded(&out.context(|| format!("running {what}"))?, what)?;
+    Ok(at)
+}
+
+fn succeeded(out: &Output, what: &str) -> Outcome<()> {
+    if out.status.success() {
+        return Ok(());
+    }
+    fail(format!("{what} exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()))
+}
+
+/// Untimed: `agent-box-session rm NAME`, its pane gone, and the tick its registry write woke passed, so the next
+/// add meets an idle loop.
+fn remove(world: &LoopWorld, name: &str) -> Outcome<()> {
     let before = world.ticks();
-    world.sandbox.rm(name);
+    let out = rm_command(world, name).output().context(|| "running agent-box-session rm".into())?;
+    succeeded(&out, "agent-box-session rm")?;
     wait_for(&format!("{name} to be gone"), TRIAL_LIMIT, Duration::from_millis(20), || !world.sandbox.is_live(name))?;
-    // rm's registry write wakes the loop; let that tick pass so the next add meets an idle loop.
     world.wait_ticks(before + 1)?;
     std::thread::sleep(Duration::from_millis(200));
-    Ok(sample)
+    Ok(())
 }
 
 fn ms(d: Duration) -> f64 {

@@ -279,7 +279,13 @@ fn build_release() -> Outcome<()> {
 }
 
 fn check_binaries(release: &Path) -> Outcome<()> {
-    for name in ["agent-box-supervisor", "agent-box-mark-stopped", "examples/rmw"] {
+    for name in [
+        "agent-box-supervisor",
+        "agent-box-mark-stopped",
+        "agent-box-session",
+        "agent-box-webhook-spawn",
+        "examples/rmw",
+    ] {
         let path = release.join(name);
         if !path.is_file() {
             return fail(format!("{} is missing after the release build", path.display()));

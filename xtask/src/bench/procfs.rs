@@ -1,7 +1,9 @@
 //! Reading a running process from `/proc`: CPU times (`stat` fields 14–17), scheduler run time (`schedstat`) and
-//! memory (`status`), as spec 90 §4 measures the supervisor.
+//! memory (`status`), as spec 90 §4 measures the supervisor; and which processes have a file open, to name the
+//! holder of a lock that outlived its writer (§7).
 
 use std::fs;
+use std::path::Path;
 
 use nix::unistd::{SysconfVar, sysconf};
 
@@ -62,6 +64,34 @@ fn status_kib(status: &str, key: &str) -> Option<u64> {
     line.split_whitespace().next()?.parse().ok()
 }
 
+/// Every process with `path` open, as `pid N (ppid P, exe E)`, from a scan of `/proc/*/fd`. Processes that end
+/// or deny access during the scan are skipped.
+pub fn processes_with_open(path: &Path) -> Vec<String> {
+    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let Ok(procs) = fs::read_dir("/proc") else { return Vec::new() };
+    procs
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| has_open(*pid, &target))
+        .map(describe)
+        .collect()
+}
+
+fn has_open(pid: u32, target: &Path) -> bool {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    fds.filter_map(Result::ok).any(|fd| fs::read_link(fd.path()).is_ok_and(|link| link == target))
+}
+
+fn describe(pid: u32) -> String {
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).map_or_else(|_| "?".to_owned(), |p| p.display().to_string());
+    let ppid = fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| parse_ppid(&s));
+    format!("pid {pid} (ppid {}, exe {exe})", ppid.map_or_else(|| "?".to_owned(), |p| p.to_string()))
+}
+
+fn parse_ppid(stat: &str) -> Option<u32> {
+    stat.get(stat.rfind(')')? + 1..)?.split_whitespace().nth(1)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,6 +110,18 @@ mod tests {
         let mem = memory(me).unwrap();
         assert!(mem.rss_kib > 0 && mem.hwm_kib >= mem.rss_kib);
         assert!(clock_ticks_per_second().unwrap() >= 1.0);
+    }
+
+    #[test]
+    fn finds_this_process_holding_a_file_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("held");
+        let file = fs::File::create(&path).unwrap();
+        let found = processes_with_open(&path);
+        assert!(found.iter().any(|p| p.starts_with(&format!("pid {} (ppid ", std::process::id()))), "{found:?}");
+        drop(file);
+        assert!(processes_with_open(&path).is_empty());
+        assert_eq!(parse_ppid("12 (a) b) S 7 12"), Some(7));
     }
 
     #[test]

@@ -57,6 +57,10 @@ impl BenchRoot {
     pub fn refusal_record(&self) -> PathBuf {
         self.state.join("webhook-spawn-refused.json")
     }
+    /// The receiver's state directory, where webhook-spawn seeds claim filters (60 §6.1).
+    pub fn webhook_state(&self) -> PathBuf {
+        self.home.join(".local/state/local-webhook")
+    }
 }
 
 fn parent(path: &Path) -> PathBuf {
