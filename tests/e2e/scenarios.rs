@@ -13,6 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use agent_box_tests::fixtures::{code, registry_with, session, stderr, stdout, tool};
 use agent_box_tests::privilege::{NOBODY, chown_tree, unprivileged};
 use agent_box_tests::{Sandbox, wait_until};
 use nix::sys::signal::{Signal, kill};
@@ -21,38 +22,6 @@ use rand::{RngExt, SeedableRng};
 use registry::{FileLock, ReadOutcome, SessionName};
 use serde_json::{Value, json};
 use tmux::{NewSession, Tmux, TmuxApi, TmuxConfig};
-
-fn tool(extra: Value) -> Value {
-    let mut entry = json!({"agent": "tool"});
-    for (k, v) in extra.as_object().unwrap() {
-        entry[k] = v.clone();
-    }
-    entry
-}
-
-fn registry_with(entries: &[(&str, Value)]) -> String {
-    let mut sessions = serde_json::Map::new();
-    for (name, entry) in entries {
-        sessions.insert((*name).to_owned(), entry.clone());
-    }
-    serde_json::to_string(&json!({"version": 1, "sessions": sessions})).unwrap()
-}
-
-fn session(sb: &Sandbox, args: &[&str]) -> Output {
-    sb.cmd("agent-box-session").args(args).stdin(Stdio::null()).output().unwrap()
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// Runs `args` and insists on exit 0.
 fn ok(sb: &Sandbox, args: &[&str]) -> Output {

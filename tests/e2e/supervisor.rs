@@ -12,22 +12,6 @@ use registry::SessionName;
 use serde_json::{Value, json};
 use tmux::{NewSession, TmuxApi};
 
-fn tool(extra: Value) -> Value {
-    let mut entry = json!({"agent": "tool"});
-    for (k, v) in extra.as_object().unwrap() {
-        entry[k] = v.clone();
-    }
-    entry
-}
-
-fn registry_with(entries: &[(&str, Value)]) -> String {
-    let mut sessions = serde_json::Map::new();
-    for (name, entry) in entries {
-        sessions.insert((*name).to_owned(), entry.clone());
-    }
-    serde_json::to_string(&json!({"version": 1, "sessions": sessions})).unwrap()
-}
-
 fn side_launch_id(sb: &Sandbox, name: &str) -> Option<String> {
     let side: Value = serde_json::from_slice(&fs::read(sb.side_file(name)).ok()?).ok()?;
     side["launchSessionId"].as_str().map(str::to_owned)
@@ -677,6 +661,7 @@ fn sv17_i18_a_corrupt_registry_is_quarantined_and_its_leases_spared() {
     assert_eq!(sb.log_count("is not a valid sessions.json"), 1, "{}", sb.supervisor_log());
 }
 
+use agent_box_tests::fixtures::{registry_with, tool};
 use std::os::unix::fs::PermissionsExt;
 
 #[test]

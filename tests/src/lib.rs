@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod bake;
 pub mod bins;
+pub mod fixtures;
 pub mod ops;
 pub mod privilege;
 pub mod sandbox;

@@ -5,35 +5,12 @@
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt as _;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_box_tests::Sandbox;
-use registry::SessionName;
+use agent_box_tests::fixtures::{code, pane, session, stderr, stdout};
 use serde_json::{Value, json};
-use tmux::{NewSession, TmuxApi};
-
-fn session(sb: &Sandbox, args: &[&str]) -> Output {
-    sb.cmd("agent-box-session").args(args).stdin(Stdio::null()).output().unwrap()
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn pane(sb: &Sandbox, name: &str) {
-    let argv = vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()];
-    let request = NewSession { name: SessionName::parse(name).unwrap(), cwd: sb.home().into(), env: vec![], argv };
-    sb.tmux().new_session(&request).unwrap();
-}
 
 fn registry_bytes(sb: &Sandbox) -> Vec<u8> {
     fs::read(sb.registry()).unwrap()

@@ -7,36 +7,15 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
+use agent_box_tests::fixtures::{code, pane, session, stderr, stdout};
 use agent_box_tests::privilege::{chown_tree, unprivileged};
 use agent_box_tests::{Sandbox, wait_until};
 use registry::SessionName;
 use serde_json::{Value, json};
-use tmux::{NewSession, TmuxApi};
-
-fn session(sb: &Sandbox, args: &[&str]) -> Output {
-    sb.cmd("agent-box-session").args(args).stdin(Stdio::null()).output().unwrap()
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn pane(sb: &Sandbox, name: &str) {
-    let argv = vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()];
-    let request = NewSession { name: SessionName::parse(name).unwrap(), cwd: sb.home().into(), env: vec![], argv };
-    sb.tmux().new_session(&request).unwrap();
-}
+use tmux::TmuxApi;
 
 /// Names and bytes of every file below `dir`, sorted.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {

@@ -5,8 +5,8 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
 
+use agent_box_tests::fixtures::{code, session, stderr, stdout};
 use agent_box_tests::{Sandbox, wait_until};
 use lease::{Expect, LeaseDir, Outcome};
 use registry::SessionName;
@@ -18,22 +18,6 @@ A note is what a session says about itself, and a CLAIM stops the standing watch
 Neither proves that the session is busy or idle right now.
 To see what one is doing, read its pane (tmux -L agent-box capture-pane -pt NAME | tail -40) or ask it.
 ";
-
-fn session(sb: &Sandbox, args: &[&str]) -> Output {
-    sb.cmd("agent-box-session").args(args).stdin(Stdio::null()).output().unwrap()
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// Runs a verb that must succeed without a word on stderr; returns its stdout.
 fn quiet(sb: &Sandbox, args: &[&str]) -> String {

@@ -10,6 +10,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_box_tests::Sandbox;
+use agent_box_tests::fixtures::{code, stderr};
 use serde_json::{Value, json};
 
 fn world() -> Sandbox {
@@ -51,14 +52,6 @@ fn keyed<'a>(key: &'a str, meta: &'a str) -> Vec<(&'a str, &'a str)> {
         ("LOCAL_WEBHOOK_SPAWN_COUNT", "3"),
         ("LOCAL_WEBHOOK_SPAWN_META", meta),
     ]
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The single hook name in the registry.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
 use agent_box_tests::Sandbox;
+use agent_box_tests::fixtures::{code, stderr};
 use serde_json::{Value, json};
 
 fn world() -> Sandbox {
@@ -30,14 +31,6 @@ fn spawn(sb: &Sandbox, vars: &[(&str, &OsStr)], stdin: Vec<u8>) -> (Output, bool
     let writer = std::thread::spawn(move || input.write_all(&stdin).is_ok());
     let out = child.wait_with_output().unwrap();
     (out, writer.join().unwrap())
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Every path below `root` (not following links), sorted.
