@@ -253,8 +253,7 @@ impl LeaseDir {
         }
         let log = log.filter(|_| name.is_hook());
         if self.nothing_there(name) {
-            let logs_without_lease = !matches!(how, EndHow::Reaped | EndHow::Swept);
-            if let Some(log) = log.filter(|_| logs_without_lease) {
+            if let Some(log) = log.filter(|_| end_is_logged(how, false)) {
                 drop(log.append_end(name, how, None));
             }
             return Ok(Changed::NothingToClear);
@@ -270,16 +269,15 @@ impl LeaseDir {
         expect: &Expect,
         log: Option<&HookLog>,
     ) -> Result<Changed, LeaseError> {
-        let lease = match (self.find(name), expect) {
-            (Found::Absent, _) => None,
+        let (present, lease) = match (self.find(name), expect) {
+            (Found::Absent, _) => (false, None),
             (Found::Unreadable, Expect::Gen(_)) => return Ok(Changed::Unverifiable),
-            (Found::Unreadable, Expect::Any) => None,
+            (Found::Unreadable, Expect::Any) => (true, None),
             (Found::Unreadable, _) => return Ok(Changed::Stale),
             (Found::Present(lease), _) if !expect.met_by(&lease) => return Ok(Changed::Stale),
-            (Found::Present(lease), _) => Some(lease),
+            (Found::Present(lease), _) => (true, Some(lease)),
         };
-        let present = !self.nothing_there(name);
-        if let Some(log) = log.filter(|_| present || !matches!(how, EndHow::Reaped | EndHow::Swept)) {
+        if let Some(log) = log.filter(|_| end_is_logged(how, present)) {
             drop(log.append_end(name, how, lease.as_ref()));
         }
         match std::fs::remove_file(self.lease_path(name)) {
@@ -360,6 +358,11 @@ impl LeaseDir {
             LEASE_LOCK_WAIT,
         )
     }
+}
+
+/// LS-8.4: `reaped` and `swept` are recorded only when a lease was there; every other ending always is.
+fn end_is_logged(how: &EndHow, lease_present: bool) -> bool {
+    lease_present || !matches!(how, EndHow::Reaped | EndHow::Swept)
 }
 
 /// A regular file whose mtime is at least the grace in the past (a failed stat or a future mtime keeps it).

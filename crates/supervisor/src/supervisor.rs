@@ -222,10 +222,14 @@ impl Supervisor {
             let name = SessionName::parse(key).ok();
             let entry = doc.entry(key);
             let pane_present = snapshot.contains(key);
-            let launched = match (&name, entry) {
-                (Some(name), Some(entry)) if needs_launch_state(entry, pane_present) => self.launched(name, entry),
-                _ => false,
+            // The side file is read only for entries whose pane is missing; the spawn path reuses it.
+            let side = match (&name, entry) {
+                (Some(name), Some(entry)) if needs_launch_state(entry, pane_present) => {
+                    SideFile::read(&self.config.paths.side_file(name))
+                }
+                _ => SideFile::default(),
             };
+            let launched = side.launch_id.is_some() || entry.is_some_and(|e| e.has_run());
             let seen = Seen { key_valid: name.is_some(), entry, pane_present, launched };
             let (Some(name), Some(entry)) = (name, entry) else {
                 self.note_unusable_key(key, seen.key_valid);
@@ -237,16 +241,12 @@ impl Supervisor {
                     running.push(name);
                 }
                 action @ (Action::FirstSpawn | Action::RespawnAfterCrash | Action::RespawnVanished) => {
-                    self.start(tick, doc, &name, entry, action);
+                    self.start(tick, doc, &name, entry, &side, action);
                 }
                 _ => {}
             }
         }
         running
-    }
-
-    fn launched(&self, name: &SessionName, entry: Entry<'_>) -> bool {
-        SideFile::read(&self.config.paths.side_file(name)).launch_id.is_some() || entry.has_run()
     }
 
     /// D1 (L13 once per key per process) and D3 (L14 once per streak).
@@ -262,15 +262,22 @@ impl Supervisor {
     }
 
     /// D10–D12 (SUP-5.1): vanished mark, backoff gate, unlocked pre-check, preparation, locked section.
-    fn start(&mut self, tick: &mut Tick, doc: &Document, name: &SessionName, entry: Entry<'_>, action: Action) {
-        let side = SideFile::read(&self.config.paths.side_file(name));
+    fn start(
+        &mut self,
+        tick: &mut Tick,
+        doc: &Document,
+        name: &SessionName,
+        entry: Entry<'_>,
+        side: &SideFile,
+        action: Action,
+    ) {
         if action == Action::RespawnVanished {
-            self.mark_vanished(name, &side);
+            self.mark_vanished(name, side);
             if !self.backoff_allows(tick, name) {
                 return;
             }
         }
-        self.begin_start(tick, doc, name, entry, &side);
+        self.begin_start(tick, doc, name, entry, side);
     }
 
     /// SUP-8.1: once per absence, before backoff and admission.

@@ -66,12 +66,12 @@ impl World {
             exit::SETUP
         })?;
         let _ = fs::remove_dir_all(&root);
-        create_private(&home).map_err(|e| setup_error(&home, &e))?;
+        registry::ensure_private_dir(&home).map_err(|e| setup_error(&home, &e))?;
         let pid = std::process::id();
         let socket = format!("abx-demo-{pid}");
         let tmux_dir = PathBuf::from(format!("/tmp/abx-demo-{pid}"));
         let _ = fs::remove_dir_all(&tmux_dir);
-        create_private(&tmux_dir).map_err(|e| setup_error(&tmux_dir, &e))?;
+        registry::ensure_private_dir(&tmux_dir).map_err(|e| setup_error(&tmux_dir, &e))?;
         let tmux =
             Tmux::new(TmuxConfig::new(real_tmux.clone(), socket.clone(), tmux_dir.clone()).with_conf("/dev/null"))
                 .with_parent_env(vec![("PATH".into(), "/usr/bin:/bin".into()), ("HOME".into(), home.clone().into())]);
@@ -221,10 +221,6 @@ const SEED: &str = r#"{
   }
 }
 "#;
-
-fn create_private(dir: &Path) -> std::io::Result<()> {
-    registry::ensure_private_dir(dir)
-}
 
 fn setup_error(path: &Path, err: &std::io::Error) -> u8 {
     println!("demo: cannot prepare {}: {err}", path.display());
