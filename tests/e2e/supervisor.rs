@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use agent_box_tests::{Sandbox, wait_until};
@@ -874,4 +875,41 @@ fn rg13_sup_10_5_temps_of_killed_writers_are_swept_under_their_locks() {
     for file in &foreign {
         assert!(file.exists(), "{file:?} is not ours to delete");
     }
+}
+
+#[test]
+fn sup_4_1_l2_once_while_tmux_cannot_be_reached_then_l3() {
+    let mut sb = Sandbox::new();
+    sb.use_counting_tmux();
+    let counting = PathBuf::from(sb.env_var("AGENT_BOX_TMUX_BIN").unwrap());
+    let down = sb.root().join("tmux-down");
+    let flaky = sb.root().join("bin/tmux-flaky");
+    let script = format!(
+        "#!/bin/sh\nif [ -e '{down}' ]; then printf '%s %s\\n' \"$PPID\" \"$*\" >> '{log}'; echo 'boom: socket trouble' >&2; exit 1; fi\nexec '{real}' \"$@\"\n",
+        down = down.display(),
+        log = sb.root().join("tmux.log").display(),
+        real = counting.display()
+    );
+    fs::write(&flaky, script).unwrap();
+    fs::set_permissions(&flaky, fs::Permissions::from_mode(0o755)).unwrap();
+    sb.set_env("AGENT_BOX_TMUX_BIN", &flaky);
+    fs::write(&down, b"").unwrap();
+    sb.write_registry(&registry_with(&[("main", tool(json!({})))]));
+    let pid = sb.start_supervisor();
+    sb.wait_ticks(pid, 3);
+    assert_eq!(sb.log_count("cannot reach tmux (boom: socket trouble); no session can be started or checked"), 1);
+    assert!(!sb.is_live("main"), "nothing starts while tmux cannot be asked");
+    fs::remove_file(&down).unwrap();
+    sb.wait_live("main");
+    assert_eq!(sb.log_count("tmux is reachable again"), 1, "{}", sb.supervisor_log());
+}
+
+#[test]
+fn sup_1_l19_an_inherited_lock_fd_is_ignored_and_said_once() {
+    let mut sb = Sandbox::new();
+    sb.set_env("AGENT_BOX_REGISTRY_LOCK_FD", "9");
+    sb.write_registry(&registry_with(&[("main", tool(json!({})))]));
+    let stderr = String::from_utf8(sb.once().stderr).unwrap();
+    assert_eq!(stderr.matches("agent-box-supervisor: ignoring inherited AGENT_BOX_REGISTRY_LOCK_FD").count(), 1);
+    sb.wait_live("main");
 }
