@@ -136,6 +136,10 @@ impl Sandbox {
     pub fn env_var(&self, key: &str) -> Option<&OsStr> {
         self.env.get(key).map(OsString::as_os_str)
     }
+    /// Every variable product processes of this sandbox get.
+    pub fn env_pairs(&self) -> impl Iterator<Item = (&String, &OsString)> {
+        self.env.iter()
+    }
     pub fn set_env(&mut self, key: &str, value: impl Into<OsString>) {
         self.env.insert(key.to_owned(), value.into());
     }

@@ -5,6 +5,7 @@ mod bench;
 mod ci;
 mod demo;
 mod exit;
+mod golden;
 mod run;
 mod walk;
 
@@ -33,6 +34,12 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Check golden/ against a fresh render of every pinned artefact; --bless makes golden/ equal to it.
+    Golden {
+        /// Write the render into golden/ (after checking that two renders agree and nothing leaks).
+        #[arg(long)]
+        bless: bool,
+    },
     /// Build agent-box-mark-stopped with a registry path and state directory baked in, verify it, install it.
     BakeEpilogue(bake_epilogue::BakeArgs),
     /// Measure the quality bars of spec 90 (epilogue, tick, add, rmw, crash) and write target/bench/report.json.
@@ -47,6 +54,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Ci => ci::run(),
         Command::Demo { keep, quiet } => demo::run(keep, quiet),
+        Command::Golden { bless } => golden::run(bless),
         Command::BakeEpilogue(args) => bake_epilogue::run(&args),
         Command::Bench(args) => bench::run(&args),
     };

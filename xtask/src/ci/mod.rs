@@ -1,7 +1,6 @@
 //! `cargo xtask ci`: the one test command (spec 70 §2). Six steps in a fixed order; every step runs even
 //! after an earlier one failed, so a formatting slip cannot hide a test failure (CI-2.3).
 
-mod golden;
 mod nix;
 mod setup;
 
@@ -48,7 +47,7 @@ impl Step {
             // --locked everywhere: nix/package.nix builds from Cargo.lock, so a stale lock must fail here (CI-2.5).
             Step::Clippy => cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]),
             Step::Test => cargo(&["test", "--workspace", "--locked"]),
-            Step::Golden => golden::run(),
+            Step::Golden => crate::golden::check_step().map_err(|code| Failed(code.into())),
             Step::NixParse => nix::run(),
         }
     }
@@ -57,8 +56,7 @@ impl Step {
     fn hint(self) -> Option<&'static str> {
         match self {
             Step::Fmt => Some("hint: run cargo fmt --all"),
-            // The bless hint of CI-2.3 belongs to golden drift; until the renderer exists the golden step can
-            // only fail for lack of it, where blessing would not help.
+            Step::Golden => Some("hint: run cargo xtask golden --bless, review the diff, commit golden/"),
             _ => None,
         }
     }

@@ -1,0 +1,7 @@
+//! The renderer's sections, one per directory of `golden/` (70 GD-2).
+
+pub mod documents;
+pub mod help;
+pub mod session;
+pub mod supervisor;
+pub mod webhook;

@@ -1,0 +1,141 @@
+//! `golden/session/`: the operator CLI over the box world of 70 GD-3 (the example of 50-session-cli §4.4 with
+//! live panes started by the renderer), text and `--json`, and one capture per reachable message of 50 §14.
+
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::ffi::OsStringExt;
+
+use crate::fixtures::pane;
+use crate::golden::artefacts::Artefacts;
+use crate::golden::capture::Invocation;
+use crate::golden::world::World;
+
+/// The panes of the box world: listed `main` and both hook sessions, unmanaged `scratch` and `_connect-abc`.
+const PANES: [&str; 5] = ["main", "hook-acme-widget-3fa9", "hook-acme-widget-77c0", "scratch", "_connect-abc"];
+
+/// The box world, with its files installed and its panes live.
+pub fn box_world() -> World {
+    let world = World::new();
+    reset(&world);
+    world
+}
+
+/// Puts the box world back: fixture files rewritten, every fixture pane live again.
+fn reset(world: &World) {
+    let registry = world.sb.registry();
+    if registry.is_dir() {
+        fs::remove_dir_all(&registry).unwrap();
+    }
+    world.install_home("box");
+    let live = world.sb.live();
+    for name in PANES.iter().filter(|n| !live.iter().any(|l| l == *n)) {
+        pane(&world.sb, name);
+    }
+}
+
+fn session() -> Invocation {
+    Invocation::product("agent-box-session")
+}
+
+/// Every artefact of `golden/session/`.
+pub fn render(out: &mut Artefacts) {
+    let world = box_world();
+    listings(&world, out);
+    messages(&world, out);
+}
+
+fn listings(world: &World, out: &mut Artefacts) {
+    for verb in ["ls", "peers", "capacity", "leases"] {
+        out.capture(&format!("session/{verb}.txt"), world, &session().arg(verb));
+        out.capture(&format!("session/{verb}-json.txt"), world, &session().args([verb, "--json"]));
+    }
+    out.capture("session/log.txt", world, &session().arg("log"));
+    out.capture("session/log-n3.txt", world, &session().args(["log", "-n", "3"]));
+    out.capture("session/peers-self.txt", world, &session().arg("peers").env("LOCAL_WEBHOOK_SESSION", "agent-main"));
+    fs::write(world.sb.registry(), "not json\n").unwrap();
+    out.capture("session/ls-invalid-registry.txt", world, &session().arg("ls"));
+    reset(world);
+}
+
+/// One invocation per message of 50 §14 that a black-box run reaches, each on a freshly reset box world.
+/// M16 (auto-naming exhausted) is not reachable: it needs 64 random draws to hit taken names.
+fn messages(world: &World, out: &mut Artefacts) {
+    let root = world.sb.root().to_path_buf();
+    let no_tmux = root.join("bin/no-such-tmux");
+    fs::write(root.join("limit-1"), "1\n").unwrap();
+    fs::write(root.join("limit-8"), "8\n").unwrap();
+    fs::write(root.join("limit-bad"), "lots\n").unwrap();
+    let add = || session().arg("add");
+    let cases: Vec<(&str, Invocation)> = vec![
+        ("M1", add().arg("a b")),
+        ("M2", add().arg("a".repeat(151))),
+        ("M3", add().arg("settings")),
+        ("M4", add().arg("main")),
+        ("M5", add().args(["extra", "--agent", "tool"]).env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-8"))),
+        ("M6", add().args(["x", "--remote-control", "yes"])),
+        ("M7", add().args(["x", "--origin", "cron"])),
+        ("M8", add().args(["x", "--harness", "emacs"])),
+        ("M9", add().arg("x").unset("AGENT_BOX_AGENTS")),
+        ("M10", add().arg("x").unset("AGENT_BOX_DEFAULT_AGENT")),
+        ("M11", add().args(["x", "--cwd", "~/nope"])),
+        ("M11b", add().args([OsString::from("x"), "--cwd".into(), OsString::from_vec(b"~/caf\xe9".to_vec())])),
+        ("M12", add().args(["x", "--cwd", "~/src/app/.keep"])),
+        ("M13", add().args(["x", "--cwd", "/"])),
+        ("M14", add().arg("x").env("AGENT_BOX_SESSIONS_FILE", "relative/sessions.json")),
+        ("M15", add().args(["x", "--cwd", "/"]).env("HOME", root.join("no-such-home"))),
+        ("M18", add().arg("x").env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-1"))),
+        ("M19", add().arg("x").env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-bad"))),
+        ("M21", session().args(["stop", "notes"]).no_file_growth()),
+        (
+            "M22",
+            add()
+                .args([
+                    "extra",
+                    "--harness",
+                    "claude",
+                    "--cwd",
+                    "~/notes",
+                    "--prompt",
+                    "tidy up",
+                    "--",
+                    "--model",
+                    "sonnet",
+                ])
+                .env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-8")),
+        ),
+        ("M23", session().args(["rm", "notes"])),
+        ("M24", session().args(["rm", "notes"]).env("AGENT_BOX_TMUX_BIN", &no_tmux)),
+        ("M25", session().args(["stop", "nosuch"])),
+        ("M26", session().args(["stop", "hook-acme-widget-77c0"])),
+        ("M27", session().args(["stop", "main"])),
+        ("M28", session().args(["restart", "main"])),
+        ("M29", session().args(["restart", "scratch"])),
+        ("M30", session().args(["restart", "--all"]).env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-8"))),
+        ("M31", session().args(["restart", "--all"]).env("AGENT_BOX_SESSIONS_FILE", root.join("no-registry.json"))),
+        ("M32", session().arg("ls").env("AGENT_BOX_TMUX_BIN", &no_tmux)),
+        ("M34", session().arg("peers").env("AGENT_BOX_TMUX_BIN", &no_tmux)),
+        ("M35", session().arg("peers").env("AGENT_BOX_TMUX_SOCKET", format!("{}-idle", world.sb.socket()))),
+        ("M36", session().args(["log", "-n", "0"])),
+        ("M37", session().args(["env", "list"])),
+        ("M38", session().arg("leases")),
+        ("M39", add().arg("x").env("USER", "a/b")),
+    ];
+    for (id, inv) in cases {
+        reset(world);
+        out.capture(&format!("session/messages/{id}.txt"), world, &inv);
+    }
+    reset(world);
+    let guard = world.sb.lock_registry();
+    out.capture("session/messages/M17.txt", world, &add().arg("x").env("REGISTRY_LOCK_WAIT", "0"));
+    drop(guard);
+    for (id, args) in [("M20", &["stop", "main"][..]), ("M33", &["ls"][..])] {
+        reset(world);
+        fs::write(world.sb.registry(), "not json\n").unwrap();
+        out.capture(&format!("session/messages/{id}.txt"), world, &session().args(args));
+    }
+    reset(world);
+    fs::remove_file(world.sb.registry()).unwrap();
+    fs::create_dir(world.sb.registry()).unwrap();
+    out.capture("session/messages/M20b.txt", world, &session().args(["stop", "main"]));
+    reset(world);
+}

@@ -1,0 +1,153 @@
+//! `golden/supervisor/`: `--print-command NAME` for every entry of the launch world (70 GD-3), and the stderr
+//! lines of the supervisor (30 §13, and the seed and quarantine lines of 10 RG-10.3 and RG-12) from one
+//! `--once` run per case, each in a world of its own.
+
+use std::fs;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::golden::artefacts::Artefacts;
+use crate::golden::capture::Invocation;
+use crate::golden::world::World;
+use crate::wait::wait_until;
+
+/// Every entry of `tests/fixtures/golden/launch/home/.config/agent-box/sessions.json`, with the variables that
+/// case sets on top of the fixture world.
+const LAUNCH_CASES: [(&str, &[(&str, &str)]); 16] = [
+    ("claude-first", &[]),
+    ("claude-resume", &[]),
+    ("claude-notice", &[("AGENT_BOX_ENV_EXEC", "/run/wrappers/ab-env-exec")]),
+    ("claude-variadic", &[("AGENT_BOX_CLAUDE_SETTINGS", "/etc/agent-box/claude-settings.json")]),
+    ("codex-first", &[]),
+    ("codex-resume", &[]),
+    ("codex-guarded", &[("AGENT_BOX_CODEX_FULL_ACCESS", "1")]),
+    ("notes", &[]),
+    ("tool-prompt", &[]),
+    ("hook-acme-widget-5a5a", &[]),
+    ("webhook-on", &[("AGENT_BOX_WEBHOOK_REPO", "1")]),
+    ("hostile", &[]),
+    ("missing-cwd", &[]),
+    ("parked", &[]),
+    ("not-installed", &[]),
+    ("bad-shape", &[]),
+];
+
+/// Every artefact of `golden/supervisor/`.
+pub fn render(out: &mut Artefacts) {
+    print_command(out);
+    log_lines(out);
+}
+
+fn supervisor() -> Invocation {
+    Invocation::product("agent-box-supervisor")
+}
+
+fn print_command(out: &mut Artefacts) {
+    let world = World::new();
+    world.install_home("launch");
+    for (case, env) in LAUNCH_CASES {
+        let mut inv = supervisor().args(["--print-command", case]);
+        for (key, value) in env {
+            inv = inv.env(key, value);
+        }
+        out.capture(&format!("supervisor/print-command/{case}.txt"), &world, &inv);
+    }
+    out.capture("supervisor/print-command/unknown.txt", &world, &supervisor().args(["--print-command", "nosuch"]));
+    out.capture("supervisor/print-command/bad-name.txt", &world, &supervisor().args(["--print-command", "a b"]));
+}
+
+/// A registry with these entries (raw JSON object text per name), as the settings daemon might write it.
+fn registry(entries: &[(&str, &str)]) -> String {
+    let body: Vec<String> = entries.iter().map(|(name, entry)| format!("    {}: {entry}", quoted(name))).collect();
+    format!("{{\n  \"version\": 1,\n  \"sessions\": {{\n{}\n  }}\n}}\n", body.join(",\n"))
+}
+
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+const TOOL_A: &str = r#"{"agent": "tool", "extraArgs": ["--as", "a"]}"#;
+const TOOL_B: &str = r#"{"agent": "tool", "extraArgs": ["--as", "b"]}"#;
+const PARKED_SEED: &str = r#"{"version": 1, "sessions": {"parked": {"agent": "tool", "stopped": true}}}"#;
+
+/// One `--once` case: its file name, the registry (None: missing), the seed, and extra variables.
+struct OnceCase {
+    file: &'static str,
+    registry: Option<String>,
+    seed: &'static str,
+    env: Vec<(&'static str, String)>,
+    hold_lock: bool,
+}
+
+fn once_cases() -> Vec<OnceCase> {
+    let case =
+        |file, registry: Option<String>| OnceCase { file, registry, seed: PARKED_SEED, env: vec![], hold_lock: false };
+    let empty = Some(registry(&[]));
+    let with_env = |file, registry: Option<String>, key: &'static str, value: &str| OnceCase {
+        env: vec![(key, value.to_owned())],
+        ..case(file, registry)
+    };
+    vec![
+        case("L1", empty.clone()),
+        case("seed", None),
+        OnceCase { seed: r#"{"version": 1, "sessions": []}"#, ..case("seed-invalid", None) },
+        case("corrupt-registry", Some("not json\n".to_owned())),
+        with_env("L2", empty.clone(), "AGENT_BOX_TMUX_BIN", "@ROOT@/bin/no-such-tmux"),
+        with_env(
+            "L5",
+            Some(registry(&[("a", TOOL_A), ("b", TOOL_B)])),
+            "AGENT_BOX_SESSION_LIMIT_FILE",
+            "@ROOT@/limit-1",
+        ),
+        case("L6", Some(registry(&[("emacs", r#"{"agent": "emacs"}"#)]))),
+        OnceCase { hold_lock: true, ..case("L9", Some(registry(&[("a", TOOL_A)]))) },
+        case("L13", Some(registry(&[("bad name!", TOOL_A)]))),
+        case("L14", Some(registry(&[("a", r#"{"agent": "tool", "extraArgs": "rm -rf /"}"#)]))),
+        case("L16", Some(registry(&[("a", r#"{"agent": "tool", "workingDirectory": "/nonexistent/dir"}"#)]))),
+        case(
+            "L17",
+            Some(registry(&[("c", r#"{"agent": "codex", "remoteControl": true, "extraArgs": ["--as", "c"]}"#)])),
+        ),
+        with_env("L19", empty, "AGENT_BOX_REGISTRY_LOCK_FD", "9"),
+    ]
+}
+
+fn log_lines(out: &mut Artefacts) {
+    for case in once_cases() {
+        let world = World::new();
+        let root = world.sb.root().to_string_lossy().into_owned();
+        fs::write(world.sb.root().join("limit-1"), "1\n").unwrap();
+        fs::write(world.sb.root().join("seed.json"), case.seed).unwrap();
+        if let Some(text) = &case.registry {
+            world.write_home_file(".config/agent-box/sessions.json", text.as_bytes());
+        }
+        let mut inv = supervisor().arg("--once");
+        for (key, value) in &case.env {
+            inv = inv.env(key, value.replace("@ROOT@", &root));
+        }
+        let guard = case.hold_lock.then(|| world.sb.lock_registry());
+        out.capture(&format!("supervisor/log/{}.txt", case.file), &world, &inv);
+        drop(guard);
+        if case.file == "seed" {
+            out.document("documents/registry-after-seed.json", &world, &world.sb.registry());
+        }
+    }
+    signal_line(out);
+}
+
+/// L18: the loop started, then SIGTERM once it has logged L1.
+fn signal_line(out: &mut Artefacts) {
+    let world = World::new();
+    world.write_home_file(".config/agent-box/sessions.json", registry(&[]).as_bytes());
+    let pid = world.sb.start_supervisor();
+    wait_until("the supervisor's start line", || world.sb.log_count("started (") == 1);
+    world.sb.signal(pid, Signal::SIGTERM);
+    let code = world.sb.wait_exit(pid, Duration::from_secs(30));
+    let text = format!(
+        "$ agent-box-supervisor\n[signal] SIGTERM after the start line\n[exit] {}\n[stderr]\n{}",
+        code.map_or_else(|| "?".to_owned(), |c| c.to_string()),
+        world.sb.supervisor_log()
+    );
+    out.add("supervisor/log/L18.txt", text.into_bytes(), &world);
+}
