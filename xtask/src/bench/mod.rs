@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: measures the quality bars of spec 90 (sections `epilogue`, `tick`, `add`, `rmw`,
-//! `crash`) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
+//! `crash`, and `golden`, the time of one whole golden render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
 //! `target/bench/report.json`. Exit 0; with `--enforce` 100 when a bar that applies here fails; 96 when the
 //! setup or a section cannot run.
 
@@ -8,6 +8,7 @@ mod crash;
 mod epilogue;
 mod facts;
 mod fail;
+mod golden;
 mod interrupt;
 mod procfs;
 mod report;
@@ -68,6 +69,7 @@ pub enum Section {
     Rmw,
     Crash,
     Faults,
+    Golden,
 }
 
 impl Section {
@@ -79,12 +81,13 @@ impl Section {
             Self::Rmw => "rmw",
             Self::Crash => "crash",
             Self::Faults => "faults",
+            Self::Golden => "golden",
         }
     }
 }
 
-const ALL: [Section; 6] =
-    [Section::Epilogue, Section::Tick, Section::Add, Section::Rmw, Section::Crash, Section::Faults];
+const ALL: [Section; 7] =
+    [Section::Epilogue, Section::Tick, Section::Add, Section::Rmw, Section::Crash, Section::Faults, Section::Golden];
 
 /// What every section may use: options, tools, paths and the baked epilogue.
 #[derive(Debug)]
@@ -192,6 +195,7 @@ fn run_section(section: Section, bench: &Bench, metrics: &mut Vec<Metric>) -> Ou
         Section::Rmw => rmw::run(bench, metrics),
         Section::Crash => crash::run(bench, metrics),
         Section::Faults => Ok(()),
+        Section::Golden => golden::run(bench, metrics),
     });
     catch_unwind(body).unwrap_or_else(|payload| {
         let text = payload
