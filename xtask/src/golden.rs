@@ -1,6 +1,7 @@
 //! `cargo xtask golden [--bless]` (70 §4, GD-6, GD-7) and ci step 5: build the binaries, render every
 //! artefact with the harness's renderer into `target/golden/rendered/`, and compare with `golden/`; `--bless`
-//! makes `golden/` equal to a render that is deterministic and leaks nothing.
+//! makes `golden/` equal to a render that is deterministic and leaks nothing, then refreshes `golden/nix/`
+//! through the nix step's own bless (when this machine has a nixpkgs lib).
 
 use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -96,7 +97,8 @@ fn run_bless() -> u8 {
             for change in changes {
                 println!("{change}");
             }
-            exit::SUCCESS
+            // golden/nix/ belongs to the nix step, which evaluates and blesses it the same way (NX-10.3).
+            crate::ci::nix::command(true)
         }
         Err(BlessRefusal::Io(err)) => {
             eprintln!("golden: cannot bless: {err}");

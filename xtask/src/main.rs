@@ -23,7 +23,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run every check (setup, fmt, clippy, test, golden, nix-parse); the project's one test command.
+    /// Run every check (setup, fmt, clippy, test, golden, nix); the project's one test command.
     Ci,
     /// Show the supervisor doing its main job for ~20 s in a private root and tmux server, then tear down.
     Demo {
@@ -37,6 +37,12 @@ enum Command {
     /// Check golden/ against a fresh render of every pinned artefact; --bless makes golden/ equal to it.
     Golden {
         /// Write the render into golden/ (after checking that two renders agree and nothing leaks).
+        #[arg(long)]
+        bless: bool,
+    },
+    /// Parse and evaluate the Nix files (ci step 6 alone); --bless refreshes golden/nix/ instead of checking it.
+    Nix {
+        /// Make golden/nix/ equal to the evaluation (after checking that two evaluations agree).
         #[arg(long)]
         bless: bool,
     },
@@ -55,6 +61,7 @@ fn main() -> ExitCode {
         Command::Ci => ci::run(),
         Command::Demo { keep, quiet } => demo::run(keep, quiet),
         Command::Golden { bless } => golden::run(bless),
+        Command::Nix { bless } => ci::nix::command(bless),
         Command::BakeEpilogue(args) => bake_epilogue::run(&args),
         Command::Bench(args) => bench::run(&args),
     };

@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: the one test command (spec 70 §2). Six steps in a fixed order; every step runs even
 //! after an earlier one failed, so a formatting slip cannot hide a test failure (CI-2.3).
 
-mod nix;
+pub mod nix;
 mod setup;
 
 use std::time::Instant;
@@ -23,10 +23,10 @@ enum Step {
     Clippy,
     Test,
     Golden,
-    NixParse,
+    Nix,
 }
 
-const STEPS: [Step; 6] = [Step::Setup, Step::Fmt, Step::Clippy, Step::Test, Step::Golden, Step::NixParse];
+const STEPS: [Step; 6] = [Step::Setup, Step::Fmt, Step::Clippy, Step::Test, Step::Golden, Step::Nix];
 
 impl Step {
     fn name(self) -> &'static str {
@@ -36,7 +36,7 @@ impl Step {
             Step::Clippy => "clippy",
             Step::Test => "test",
             Step::Golden => "golden",
-            Step::NixParse => "nix-parse",
+            Step::Nix => "nix",
         }
     }
 
@@ -48,7 +48,7 @@ impl Step {
             Step::Clippy => cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]),
             Step::Test => cargo(&["test", "--workspace", "--locked"]),
             Step::Golden => crate::golden::check_step().map_err(|code| Failed(code.into())),
-            Step::NixParse => nix::run(),
+            Step::Nix => nix::run(),
         }
     }
 
@@ -138,14 +138,14 @@ mod tests {
     #[test]
     fn final_line_lists_failed_steps_in_order() {
         assert_eq!(final_line(5, &["fmt"]), "ci: 5 passed, 1 failed (fmt)");
-        assert_eq!(final_line(3, &["fmt", "test", "nix-parse"]), "ci: 3 passed, 3 failed (fmt, test, nix-parse)");
+        assert_eq!(final_line(3, &["fmt", "test", "nix"]), "ci: 3 passed, 3 failed (fmt, test, nix)");
     }
 
     #[test]
     fn exit_code_choice() {
         assert_eq!(exit_code(&[]), 0);
         assert_eq!(exit_code(&[Step::Fmt]), 100);
-        assert_eq!(exit_code(&[Step::Golden, Step::NixParse]), 100);
+        assert_eq!(exit_code(&[Step::Golden, Step::Nix]), 100);
         assert_eq!(exit_code(&[Step::Setup]), 96);
         assert_eq!(exit_code(&[Step::Setup, Step::Test]), 96);
     }
@@ -159,12 +159,13 @@ mod tests {
     #[test]
     fn steps_are_in_spec_order_with_spec_names() {
         let names: Vec<&str> = STEPS.iter().map(|s| s.name()).collect();
-        assert_eq!(names, ["setup", "fmt", "clippy", "test", "golden", "nix-parse"]);
+        assert_eq!(names, ["setup", "fmt", "clippy", "test", "golden", "nix"]);
     }
 
     #[test]
-    fn only_fmt_has_a_hint_for_now() {
+    fn fmt_and_golden_have_the_hints_of_ci_2_3() {
         assert_eq!(Step::Fmt.hint(), Some("hint: run cargo fmt --all"));
-        assert!(STEPS.iter().filter(|s| s.hint().is_some()).count() == 1);
+        assert_eq!(Step::Golden.hint(), Some("hint: run cargo xtask golden --bless, review the diff, commit golden/"));
+        assert!(STEPS.iter().filter(|s| s.hint().is_some()).count() == 2);
     }
 }

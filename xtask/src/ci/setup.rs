@@ -8,7 +8,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::{Failed, StepResult, nix};
+use super::{Failed, StepResult};
 use crate::{exit, run};
 
 /// A tool that setup ensures, and how to talk about it.
@@ -25,17 +25,13 @@ struct Tool {
 const TMUX: Tool = Tool { program: "tmux", version_arg: "-V", package: "tmux", needed_by: "the workspace tests" };
 
 const NIX_INSTANTIATE: Tool =
-    Tool { program: "nix-instantiate", version_arg: "--version", package: "nix-bin", needed_by: "the nix-parse step" };
+    Tool { program: "nix-instantiate", version_arg: "--version", package: "nix-bin", needed_by: "the nix step" };
 
-/// Runs the setup step: tmux always, nix-instantiate only when there is something to parse.
+/// Runs the setup step: tmux and nix-instantiate, both always needed (the repository has `.nix` files).
 pub fn run() -> StepResult {
     let mut apt = Apt::detect();
     let mut ok = ensure(&TMUX, &mut apt);
-    if nix::needed() {
-        ok &= ensure(&NIX_INSTANTIATE, &mut apt);
-    } else {
-        println!("nix-instantiate: not needed; the repository has no .nix files yet");
-    }
+    ok &= ensure(&NIX_INSTANTIATE, &mut apt);
     if ok { Ok(()) } else { Err(Failed(exit::SETUP.into())) }
 }
 
@@ -155,7 +151,7 @@ mod tests {
         );
         assert_eq!(
             missing_message(&NIX_INSTANTIATE),
-            "ci: nix-instantiate is required by the nix-parse step and is not installed; install it (Debian: sudo apt-get install nix-bin) and run again"
+            "ci: nix-instantiate is required by the nix step and is not installed; install it (Debian: sudo apt-get install nix-bin) and run again"
         );
     }
 
