@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use agent_box_tests::fixtures::{code, registry_with, session, stderr, stdout, tool};
 use agent_box_tests::privilege::{NOBODY, chown_tree, unprivileged};
-use agent_box_tests::{Sandbox, wait_until};
+use agent_box_tests::{HeldLock, Sandbox, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use rand::{RngExt, SeedableRng};
-use registry::{FileLock, ReadOutcome, SessionName};
+use registry::{ReadOutcome, SessionName};
 use serde_json::{Value, json};
 use tmux::{NewSession, Tmux, TmuxApi, TmuxConfig};
 
@@ -226,7 +226,7 @@ fn x06_an_invalid_registry_refuses_cli_writes_until_the_supervisor_repairs_it() 
     sb.wait_ticks(pid, 1);
     // The test holds the lock, so the loop cannot repair before the CLI has run (the "before the next
     // tick" half); the CLI gets the lock the way a settings daemon hands it over.
-    let held = FileLock::acquire(&lock_file(&sb), Duration::from_secs(10), false).unwrap();
+    let held = HeldLock::acquire(&lock_file(&sb), Duration::from_secs(10)).unwrap();
     let staged = sb.registry().with_extension("staged");
     fs::write(&staged, b"not json").unwrap();
     fs::rename(&staged, sb.registry()).unwrap();
@@ -275,7 +275,7 @@ fn x08_a_restart_queued_behind_the_lock_beats_the_reap() {
         "eph",
         tool(json!({"ephemeral": true, "stopped": true, "hasRun": true, "extraArgs": ["--as", "eph"]})),
     )]));
-    let held = FileLock::acquire(&lock_file(&sb), Duration::from_secs(10), false).unwrap();
+    let held = HeldLock::acquire(&lock_file(&sb), Duration::from_secs(10)).unwrap();
     let mut restart = sb.cmd("agent-box-session");
     restart.args(["restart", "eph"]).env("REGISTRY_LOCK_WAIT", "60").stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = restart.spawn().unwrap();
@@ -536,7 +536,7 @@ fn x11_writers_killed_at_random_points_leave_a_valid_registry_and_no_temp() {
         for line in lines.iter().take(lines.len().saturating_sub(1)) {
             assert!(serde_json::from_str::<Value>(line).is_ok(), "round {round}: torn hook-log line {line:?}");
         }
-        let free = FileLock::acquire(&lock_file(&sb), Duration::from_secs(10), false);
+        let free = HeldLock::acquire(&lock_file(&sb), Duration::from_secs(10));
         assert!(free.is_ok(), "round {round}: a killed writer's flock must die with it");
         drop(free);
         match kind {
@@ -547,8 +547,8 @@ fn x11_writers_killed_at_random_points_leave_a_valid_registry_and_no_temp() {
     }
     eprintln!("x11: {leftovers_seen} temp files seen right after a kill");
     sb.wait_ticks(pid, 2);
-    let registry_guard = FileLock::acquire(&lock_file(&sb), Duration::from_secs(10), false).unwrap();
-    let lease_guard = FileLock::acquire(&sb.state_dir().join("lease/.lock"), Duration::from_secs(10), false).ok();
+    let registry_guard = HeldLock::acquire(&lock_file(&sb), Duration::from_secs(10)).unwrap();
+    let lease_guard = HeldLock::acquire(&sb.state_dir().join("lease/.lock"), Duration::from_secs(10)).ok();
     let left = temp_files(&sb);
     drop(lease_guard);
     drop(registry_guard);

@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use agent_box_tests::{Sandbox, wait_until};
+use agent_box_tests::{HeldLock, Sandbox, wait_until};
 use nix::sys::signal::Signal;
 use registry::SessionName;
 use serde_json::{Value, json};
@@ -274,16 +274,16 @@ fn sv21_i14_a_held_lock_stops_spawns_with_one_l9() {
     sb.write_registry(&registry_with(&[]));
     let pid = sb.start_supervisor();
     sb.wait_ticks(pid, 1);
-    let guard = sb.lock_registry();
-    registry::edit(&guard, |doc| {
-        doc.insert_new(&SessionName::parse("z").unwrap(), tool(json!({})).as_object().cloned().unwrap())
-            .map(|()| ((), true))
-    })
-    .unwrap();
-    sb.wait_ticks(pid, 3);
-    assert!(!sb.is_live("z"), "no spawn without the lock");
-    assert_eq!(sb.log_count("registry lock not obtained"), 1, "{}", sb.supervisor_log());
-    drop(guard);
+    sb.with_registry_locked(|guard| {
+        registry::edit(guard, |doc| {
+            doc.insert_new(&SessionName::parse("z").unwrap(), tool(json!({})).as_object().cloned().unwrap())
+                .map(|()| ((), true))
+        })
+        .unwrap();
+        sb.wait_ticks(pid, 3);
+        assert!(!sb.is_live("z"), "no spawn without the lock");
+        assert_eq!(sb.log_count("registry lock not obtained"), 1, "{}", sb.supervisor_log());
+    });
     sb.wait_live("z");
 }
 
@@ -293,7 +293,7 @@ fn sv22_i16_the_lock_is_free_right_after_a_spawn_that_started_the_server() {
     sb.write_registry(&registry_with(&[("main", tool(json!({})))]));
     sb.once();
     let start = Instant::now();
-    let lock = registry::FileLock::acquire(&sb.registry().with_extension("json.lock"), Duration::from_secs(2), false);
+    let lock = HeldLock::acquire(&sb.registry().with_extension("json.lock"), Duration::from_secs(2));
     assert!(lock.is_ok() && start.elapsed() < Duration::from_secs(2), "a tmux server holding the lock");
     let server_pid: u32 =
         sb.tmux().display(&SessionName::parse("main").unwrap(), "#{pid}").unwrap().trim().parse().unwrap();
@@ -488,7 +488,7 @@ fn sv31_i33_sigterm_ends_the_loop_and_leaves_sessions_running() {
     assert_eq!(sb.wait_exit(pid, Duration::from_secs(30)), Some(0));
     assert!(sb.is_live("main"));
     assert_eq!(sb.log_count("SIGTERM received; exiting after this tick (sessions keep running)"), 1);
-    assert!(registry::FileLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO, false).is_ok());
+    assert!(HeldLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO).is_ok());
 }
 
 #[test]
@@ -726,21 +726,21 @@ fn x03_a_stop_written_while_the_supervisor_waits_for_the_lock_wins() {
         sb.write_registry(&registry_with(&[]));
         let pid = sb.start_supervisor();
         sb.wait_ticks(pid, 1);
-        let guard = sb.lock_registry();
         let z = SessionName::parse("z").unwrap();
-        registry::edit(&guard, |doc| {
-            doc.insert_new(&z, tool(json!({})).as_object().cloned().unwrap()).map(|()| ((), true))
-        })
-        .unwrap();
-        sb.wait_ticks(pid, 1);
-        if !control {
-            registry::edit(&guard, |doc| {
-                let changed = doc.entry_mut(&z).is_some_and(|mut e| e.set("stopped", Value::Bool(true)));
-                Ok(((), changed))
+        sb.with_registry_locked(|guard| {
+            registry::edit(guard, |doc| {
+                doc.insert_new(&z, tool(json!({})).as_object().cloned().unwrap()).map(|()| ((), true))
             })
             .unwrap();
-        }
-        drop(guard);
+            sb.wait_ticks(pid, 1);
+            if !control {
+                registry::edit(guard, |doc| {
+                    let changed = doc.entry_mut(&z).is_some_and(|mut e| e.set("stopped", Value::Bool(true)));
+                    Ok(((), changed))
+                })
+                .unwrap();
+            }
+        });
         if control {
             sb.wait_live("z");
         } else {

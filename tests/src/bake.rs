@@ -87,14 +87,20 @@ pub fn bake(sessions: &Path, state: &Path, profile: Profile) -> Result<PathBuf, 
     let bake_dir = workspace_root().join("target/bake");
     fs::create_dir_all(&bake_dir)
         .map_err(|e| BakeError::Build(format!("cannot create {}: {e}", bake_dir.display())))?;
-    let _lock = registry::FileLock::acquire(&bake_dir.join(".lock"), Duration::from_secs(1800), false)
-        .map_err(|e| BakeError::Build(format!("cannot lock {}: {e}", bake_dir.display())))?;
+    // One bake at a time per target directory, across processes: they share the cache and cargo's build dir.
+    registry::with_file_lock(&bake_dir.join(".lock"), Duration::from_secs(1800), false, |_| {
+        bake_locked(sessions, state, profile, &bake_dir)
+    })
+    .map_err(|e| BakeError::Build(format!("cannot lock {}: {e}", bake_dir.display())))?
+}
+
+fn bake_locked(sessions: &Path, state: &Path, profile: Profile, bake_dir: &Path) -> Result<PathBuf, BakeError> {
     let key = cache_key(sessions, state, profile)?;
     let cached = bake_dir.join("out").join(format!("{key:016x}")).join("agent-box-mark-stopped");
     if cached.is_file() {
         return Ok(cached);
     }
-    let built = build(sessions, state, profile, &bake_dir)?;
+    let built = build(sessions, state, profile, bake_dir)?;
     verify(&built, sessions, state, profile)?;
     install(&built, &cached).map_err(|e| BakeError::Build(format!("cannot store {}: {e}", cached.display())))?;
     Ok(cached)

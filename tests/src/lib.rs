@@ -7,6 +7,7 @@ pub mod bake;
 pub mod bins;
 pub mod fixtures;
 pub mod golden;
+pub mod held;
 pub mod ops;
 pub mod privilege;
 pub mod quote;
@@ -16,6 +17,7 @@ pub mod wait;
 
 use std::path::{Path, PathBuf};
 
+pub use held::HeldLock;
 pub use sandbox::Sandbox;
 pub use wait::{deadline, wait_until};
 

@@ -10,6 +10,7 @@ use registry::{Document, RegistryError, RegistryLock, SessionName};
 use serde_json::Value;
 use tmux::TmuxApi;
 
+use crate::held::HeldLock;
 use crate::sandbox::Sandbox;
 use crate::wait::wait_until;
 
@@ -54,12 +55,18 @@ impl Sandbox {
         wait_until(&format!("{n} more ticks of {pid}"), || self.ticks_of(pid) >= target);
     }
 
-    /// Takes the registry lock from this test process, retrying while another test thread holds the guard.
-    pub fn lock_registry(&self) -> RegistryLock {
+    /// Runs `section` under the registry lock taken from this test process, retrying while another test thread
+    /// holds the process-wide guard.
+    pub fn with_registry_locked<R>(&self, section: impl FnOnce(&RegistryLock) -> R) -> R {
         let start = Instant::now();
+        let mut section = Some(section);
         loop {
-            match registry::lock_ignoring_inherited(&self.registry(), Duration::from_secs(10)) {
-                Ok(guard) => return guard,
+            let attempt = registry::with_lock_ignoring_inherited(&self.registry(), Duration::from_secs(10), |guard| {
+                section.take().map(|section| section(guard))
+            });
+            match attempt {
+                Ok(Some(result)) => return result,
+                Ok(None) => unreachable!("a section runs once"),
                 Err(RegistryError::AlreadyHeld) if start.elapsed() < Duration::from_secs(60) => {
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -68,12 +75,25 @@ impl Sandbox {
         }
     }
 
+    /// The registry's lock file (`sessions.json.lock`).
+    pub fn registry_lock_file(&self) -> PathBuf {
+        self.registry().with_extension("json.lock")
+    }
+
+    /// Holds the registry lock from this test process (another description, as another writer would) until the
+    /// value is dropped.
+    pub fn hold_registry_lock(&self) -> HeldLock {
+        HeldLock::acquire(&self.registry_lock_file(), Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("cannot hold the sandbox registry lock: {e}"))
+    }
+
     /// A locked read-modify-write of the registry, as every writer does.
     pub fn edit_registry(&self, f: impl FnOnce(&mut Document)) {
-        let guard = self.lock_registry();
-        registry::edit(&guard, |doc| {
-            f(doc);
-            Ok(((), true))
+        self.with_registry_locked(|guard| {
+            registry::edit(guard, |doc| {
+                f(doc);
+                Ok(((), true))
+            })
         })
         .unwrap();
     }

@@ -5,15 +5,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use registry::FileLock;
-
+use crate::held::HeldLock;
 use crate::workspace_root;
 
 /// A claimed slot: its root is wiped on claim and on release.
 #[derive(Debug)]
 pub struct Slot {
     root: PathBuf,
-    _lock: FileLock,
+    _lock: HeldLock,
 }
 
 impl Slot {
@@ -45,8 +44,8 @@ impl Drop for Slot {
     }
 }
 
-fn try_claim(base: &Path, k: usize, wait: Duration) -> Option<(PathBuf, FileLock)> {
-    let lock = FileLock::acquire(&base.join(format!("{k}.lock")), wait, false).ok()?;
+fn try_claim(base: &Path, k: usize, wait: Duration) -> Option<(PathBuf, HeldLock)> {
+    let lock = HeldLock::acquire(&base.join(format!("{k}.lock")), wait).ok()?;
     Some((base.join(k.to_string()), lock))
 }
 

@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
-use registry::{Document, FileLock, SessionName, time};
+use registry::{Document, SessionName, time, with_file_lock};
 use serde_json::{Map, Value};
 
 use crate::error::LeaseError;
@@ -85,9 +85,12 @@ impl LeaseDir {
         self.dir.join(".lock")
     }
 
-    fn lock(&self) -> Result<FileLock, LeaseError> {
+    /// Runs `section` under the directory lock (busy for 2 s: [`LeaseError::Busy`]).
+    fn locked<R>(&self, section: impl FnOnce() -> Result<R, LeaseError>) -> Result<R, LeaseError> {
         let path = self.lock_path();
-        FileLock::acquire(&path, LEASE_LOCK_WAIT, false).map_err(|r| LeaseError::from_refusal(&path, r))
+        with_file_lock(&path, LEASE_LOCK_WAIT, false, |_| section())
+            .map_err(|r| LeaseError::from_refusal(&path, r))
+            .and_then(|result| result)
     }
 
     /// Lock-free read; never errors, never creates anything.
@@ -144,7 +147,16 @@ impl LeaseDir {
         log: Option<&HookLog>,
     ) -> Result<Gen, LeaseError> {
         registry::ensure_private_dir(&self.dir).map_err(|e| LeaseError::io(&self.dir, e))?;
-        let _lock = self.lock()?;
+        self.locked(|| self.create_locked(name, topic, object, log))
+    }
+
+    fn create_locked(
+        &self,
+        name: &SessionName,
+        topic: &str,
+        object: Option<&str>,
+        log: Option<&HookLog>,
+    ) -> Result<Gen, LeaseError> {
         if let (Some(log), true) = (log, name.is_hook()) {
             match self.find(name) {
                 Found::Absent => {}
@@ -181,8 +193,7 @@ impl LeaseDir {
         if self.nothing_there(name) {
             return Ok(Changed::Absent);
         }
-        let _lock = self.lock()?;
-        self.mark_locked(name, outcome, expect).map(|(changed, _)| changed)
+        self.locked(|| self.mark_locked(name, outcome, expect)).map(|(changed, _)| changed)
     }
 
     fn mark_locked(
@@ -227,8 +238,7 @@ impl LeaseDir {
             }
             return Ok(Changed::Absent);
         }
-        let _lock = self.lock()?;
-        let (changed, lease) = self.mark_locked(name, &Outcome::Died(status), expect)?;
+        let (changed, lease) = self.locked(|| self.mark_locked(name, &Outcome::Died(status), expect))?;
         let changed = match (changed, expect) {
             (Changed::Unreadable, Expect::Gen(_)) => Changed::Unverifiable,
             (Changed::Unreadable, Expect::NoLease | Expect::Nothing) => Changed::Stale,
@@ -258,8 +268,7 @@ impl LeaseDir {
             }
             return Ok(Changed::NothingToClear);
         }
-        let _lock = self.lock()?;
-        self.finish_locked(name, how, expect, log)
+        self.locked(|| self.finish_locked(name, how, expect, log))
     }
 
     fn finish_locked(
@@ -297,7 +306,10 @@ impl LeaseDir {
         if self.nothing_there(name) {
             return Ok(Changed::Absent);
         }
-        let _lock = self.lock()?;
+        self.locked(|| self.heartbeat_locked(name, expect))
+    }
+
+    fn heartbeat_locked(&self, name: &SessionName, expect: &Expect) -> Result<Changed, LeaseError> {
         let mut lease = match self.find(name) {
             Found::Absent => return Ok(Changed::Absent),
             Found::Unreadable => return Ok(Changed::Unreadable),
@@ -330,22 +342,21 @@ impl LeaseDir {
         if due.is_empty() {
             return report;
         }
-        let _lock = match self.lock() {
-            Ok(lock) => lock,
-            Err(err) => {
-                report.error = Some(err);
-                return report;
+        let swept = self.locked(|| {
+            for name in due {
+                if !old_enough(&self.lease_path(&name), now) {
+                    continue;
+                }
+                match self.finish_locked(&name, &EndHow::Swept, &Expect::Any, log) {
+                    Ok(Changed::Cleared) => report.swept.push(name),
+                    Ok(_) => {}
+                    Err(err) => report.error = Some(err),
+                }
             }
-        };
-        for name in due {
-            if !old_enough(&self.lease_path(&name), now) {
-                continue;
-            }
-            match self.finish_locked(&name, &EndHow::Swept, &Expect::Any, log) {
-                Ok(Changed::Cleared) => report.swept.push(name),
-                Ok(_) => {}
-                Err(err) => report.error = Some(err),
-            }
+            Ok(())
+        });
+        if let Err(err) = swept {
+            report.error = Some(err);
         }
         report
     }

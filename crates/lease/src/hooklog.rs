@@ -6,7 +6,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use registry::{FileLock, SessionName, paths::lock_path_of, time};
+use registry::{SessionName, paths::lock_path_of, time, with_file_lock};
 use serde_json::{Map, Value};
 
 use crate::model::{EndHow, Lease};
@@ -103,13 +103,11 @@ impl HookLog {
 
     /// One locked step: newline repair, one write, mode fix, trim (LS-8.5).
     pub(crate) fn append(&self, record: &Map<String, Value>) -> Appended {
-        let Ok(_lock) = FileLock::acquire(&lock_path_of(&self.path), HOOK_LOG_LOCK_WAIT, false) else {
-            return Appended::Skipped;
-        };
-        match self.append_locked(record) {
-            Ok(trimmed) if trimmed => Appended::WrittenAndTrimmed,
-            Ok(_) => Appended::Written,
-            Err(err) => Appended::Failed(err),
+        match with_file_lock(&lock_path_of(&self.path), HOOK_LOG_LOCK_WAIT, false, |_| self.append_locked(record)) {
+            Err(_) => Appended::Skipped,
+            Ok(Ok(true)) => Appended::WrittenAndTrimmed,
+            Ok(Ok(false)) => Appended::Written,
+            Ok(Err(err)) => Appended::Failed(err),
         }
     }
 

@@ -31,6 +31,6 @@ fn remove_temps_under_lock(list: impl Fn() -> Vec<PathBuf>, lock: &Path, wait: D
     if list().is_empty() {
         return 0;
     }
-    let Ok(_lock) = registry::FileLock::acquire(lock, wait, false) else { return 0 };
-    list().iter().filter(|p| std::fs::remove_file(p).is_ok()).count()
+    registry::with_file_lock(lock, wait, false, |_| list().iter().filter(|p| std::fs::remove_file(p).is_ok()).count())
+        .unwrap_or(0)
 }

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use registry::{FileLock, paths::lock_path_of, time};
+use registry::{paths::lock_path_of, time, with_file_lock};
 use serde_json::{Map, Value};
 
 use crate::error::LeaseError;
@@ -41,8 +41,12 @@ impl RefusalRecord {
         let dir = registry::atomic::parent_dir(&self.path);
         registry::ensure_private_dir(dir).map_err(|e| LeaseError::io(dir, e))?;
         let lock_path = lock_path_of(&self.path);
-        let _lock = FileLock::acquire(&lock_path, REFUSAL_LOCK_WAIT, false)
-            .map_err(|r| LeaseError::from_refusal(&lock_path, r))?;
+        with_file_lock(&lock_path, REFUSAL_LOCK_WAIT, false, |_| self.bump_locked(live, max, topic, key))
+            .map_err(|r| LeaseError::from_refusal(&lock_path, r))
+            .and_then(|bumped| bumped)
+    }
+
+    fn bump_locked(&self, live: Option<usize>, max: Option<u64>, topic: &str, key: &str) -> Result<u64, LeaseError> {
         let previous = self.read();
         let at = time::format_iso((self.clock)());
         let count =

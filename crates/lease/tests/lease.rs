@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use agent_box_tests::HeldLock;
 use lease::*;
-use registry::{Document, FileLock, SessionName};
+use registry::{Document, SessionName};
 use serde_json::{Value, json};
 
 const T0: i64 = 1_764_424_991; // 2025-11-29T14:03:11Z
@@ -124,7 +125,7 @@ fn ls_11_1_gen_mismatch_interleaving_changes_nothing() {
     let hook = name("hook-a");
     let g1 = leases.create(&hook, "github:x", None, None).unwrap();
     let lock_file = fx.state.join("lease/.lock");
-    let held = FileLock::acquire(&lock_file, Duration::ZERO, false).unwrap();
+    let held = HeldLock::acquire(&lock_file, Duration::ZERO).unwrap();
     let worker = {
         let leases = leases.clone();
         let hook = hook.clone();
@@ -282,7 +283,7 @@ fn ls_11_8_busy_hook_log_skips_the_line_but_still_deletes() {
     let fx = Fixture::new();
     let hook = name("hook-a");
     fx.dir().create(&hook, "t", None, None).unwrap();
-    let held = FileLock::acquire(&fx.state.join("hook-sessions.jsonl.lock"), Duration::ZERO, false).unwrap();
+    let held = HeldLock::acquire(&fx.state.join("hook-sessions.jsonl.lock"), Duration::ZERO).unwrap();
     let start = Instant::now();
     assert_eq!(fx.dir().finish(&hook, &EndHow::Rm, &Expect::Any, Some(&fx.log())).unwrap(), Changed::Cleared);
     assert!(start.elapsed() < Duration::from_secs(10), "liveness: the busy log lock is bounded");
@@ -382,7 +383,7 @@ fn temp_leftovers_are_removed_only_under_the_lock() {
     let dir = fx.state.join("lease");
     fs::write(dir.join("hook-a.json.tmp-ab12cd34"), b"t").unwrap();
     fs::write(dir.join("hook-a.json.tmp-ABCDEFGH"), b"t").unwrap();
-    let held = FileLock::acquire(&dir.join(".lock"), Duration::ZERO, false).unwrap();
+    let held = HeldLock::acquire(&dir.join(".lock"), Duration::ZERO).unwrap();
     assert_eq!(leases.remove_temp_leftovers(), 0, "busy lock: left for the next tick");
     drop(held);
     assert_eq!(leases.remove_temp_leftovers(), 1);
@@ -527,8 +528,8 @@ fn ls_11_15_lock_descriptors_do_not_leak_into_children() {
     let lease_lock = fx.state.join("lease/.lock");
     let log_lock = fx.state.join("hook-sessions.jsonl.lock");
     fs::write(&log_lock, b"").unwrap();
-    let a = FileLock::acquire(&lease_lock, Duration::ZERO, false).unwrap();
-    let b = FileLock::acquire(&log_lock, Duration::ZERO, false).unwrap();
+    let a = HeldLock::acquire(&lease_lock, Duration::ZERO).unwrap();
+    let b = HeldLock::acquire(&log_lock, Duration::ZERO).unwrap();
     let mut child = Command::new("sleep").arg("30").spawn().unwrap();
     drop((a, b));
     for lock in [&lease_lock, &log_lock] {
@@ -541,7 +542,7 @@ fn ls_11_15_lock_descriptors_do_not_leak_into_children() {
         let answer = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(matches!(answer.trim(), "Touched" | "Fresh"), "{lock:?}: {answer}");
         let start = Instant::now();
-        let again = FileLock::acquire(lock, Duration::from_secs(2), false);
+        let again = HeldLock::acquire(lock, Duration::from_secs(2));
         assert!(again.is_ok() && start.elapsed() < Duration::from_secs(2), "{lock:?} still held by the child");
     }
     child.kill().unwrap();
@@ -570,7 +571,7 @@ fn ls14_ls_11_16_refusal_record() {
     fs::write(record.path(), b"garbage").unwrap();
     assert_eq!(later.bump(None, None, "", "").unwrap(), 1);
     assert_eq!(fs::metadata(record.path()).unwrap().mode() & 0o777, 0o600);
-    let held = FileLock::acquire(&fx.state.join("webhook-spawn-refused.json.lock"), Duration::ZERO, false).unwrap();
+    let held = HeldLock::acquire(&fx.state.join("webhook-spawn-refused.json.lock"), Duration::ZERO).unwrap();
     assert!(matches!(later.bump(None, None, "", ""), Err(LeaseError::Busy { .. })));
     drop(held);
 }

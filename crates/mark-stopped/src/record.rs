@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use lease::{EndHow, HookLog, LeaseDir};
-use registry::{Document, Raw, ReadOutcome, SessionName, lock_at, read_raw, write_atomic};
+use registry::{Document, Raw, ReadOutcome, SessionName, read_raw, with_lock_at, write_atomic};
 use serde_json::Value;
 
 use crate::args::Report;
@@ -57,7 +57,11 @@ fn registry_pass(registry: &Path, name: &SessionName, target: &(&str, Value)) ->
     if let Some(settled) = settled(&doc, name, target) {
         return settled;
     }
-    let Ok(_guard) = lock_at(registry, LOCK_WAIT) else { return Registry::Retry };
+    with_lock_at(registry, LOCK_WAIT, |_| locked_pass(registry, name, target, &seen, doc)).unwrap_or(Registry::Retry)
+}
+
+/// The locked part of a pass: re-read (parsing only bytes not seen before), decide, write, verify.
+fn locked_pass(registry: &Path, name: &SessionName, target: &(&str, Value), seen: &[u8], doc: Document) -> Registry {
     let mut doc = match read_raw(registry) {
         Raw::Bytes(again) if again == seen => doc,
         Raw::Bytes(again) => match ReadOutcome::from_bytes(&again) {

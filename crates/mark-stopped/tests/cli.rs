@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use agent_box_tests::HeldLock;
 use agent_box_tests::bake::{Profile, bake, expected_paths, has_interpreter};
 use agent_box_tests::bins::bin;
 use agent_box_tests::privilege::{chown_tree, unprivileged};
@@ -322,7 +323,7 @@ fn ms09_a_hung_lock_holder_is_outlasted_silently() {
     baked.write_registry(&main_entry());
     let before = fs::read(baked.registry()).unwrap();
     let lock_path = baked.registry().with_extension("json.lock");
-    let held = registry::FileLock::acquire(&lock_path, Duration::ZERO, false).unwrap();
+    let held = HeldLock::acquire(&lock_path, Duration::ZERO).unwrap();
     let start = Instant::now();
     baked.run(&["main", "3"]);
     assert!(start.elapsed() < Duration::from_secs(40), "liveness: 5 x the 8 s worst case");
@@ -465,8 +466,7 @@ fn h06_ms_9_3_1_hostile_environment_changes_only_baked_files() {
     baked.run(&["hook-x", "2", &g]);
     let clean = normalise(&baked);
     let g = setup(&baked);
-    let held =
-        registry::FileLock::acquire(&baked.registry().with_extension("json.lock"), Duration::ZERO, false).unwrap();
+    let held = HeldLock::acquire(&baked.registry().with_extension("json.lock"), Duration::ZERO).unwrap();
     let out = {
         let mut cmd = Command::new(&baked.binary);
         cmd.args(["hook-x", "2", &g]).env_clear();
@@ -491,8 +491,7 @@ fn ms_9_3_2_an_inherited_lock_fd_is_never_adopted() {
     let baked = Baked::dev();
     baked.write_registry(&main_entry());
     let before = fs::read(baked.registry()).unwrap();
-    let held =
-        registry::FileLock::acquire(&baked.registry().with_extension("json.lock"), Duration::ZERO, false).unwrap();
+    let held = HeldLock::acquire(&baked.registry().with_extension("json.lock"), Duration::ZERO).unwrap();
     let fd = held.raw_fd();
     let mut cmd = Command::new(&baked.binary);
     cmd.args(["main", "3"]).env_clear().env("AGENT_BOX_REGISTRY_LOCK_FD", "3");

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use registry::{HealLatches, lock_at, lock_path, lock_wait_from_env, self_heal};
+use registry::{HealLatches, lock_wait_from_env, self_heal, with_lock_at, with_lock_path};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,13 +26,13 @@ fn main() -> ExitCode {
 }
 
 fn hold(registry: &Path) -> ExitCode {
-    match lock_path(registry, lock_wait_from_env().wait) {
-        Ok(_guard) => {
-            println!("held");
-            let _ = std::io::stdout().flush();
-            let _ = std::io::stdin().read_to_end(&mut Vec::new());
-            ExitCode::SUCCESS
-        }
+    let held = with_lock_path(registry, lock_wait_from_env().wait, |_| {
+        println!("held");
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    });
+    match held {
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("regctl: {err}");
             ExitCode::from(err.exit_code())
@@ -41,8 +41,8 @@ fn hold(registry: &Path) -> ExitCode {
 }
 
 fn lock_at_once(registry: &Path, wait: Duration) -> ExitCode {
-    match lock_at(registry, wait) {
-        Ok(_guard) => ExitCode::SUCCESS,
+    match with_lock_at(registry, wait, |_| ()) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("regctl: {err}");
             ExitCode::from(err.exit_code())

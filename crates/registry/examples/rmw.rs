@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use registry::{Document, RegistryError, SessionName, edit, lock_path, lock_wait_from_env};
+use registry::{Document, RegistryError, SessionName, edit, lock_wait_from_env, with_lock_path};
 use serde_json::{Map, Value};
 
 fn main() -> ExitCode {
@@ -29,8 +29,10 @@ fn main() -> ExitCode {
     let mut out = std::io::stdout().lock();
     let started = Instant::now();
     for _ in 0..count {
-        let committed = lock_path(Path::new(registry), wait)
-            .and_then(|guard| edit(&guard, |doc| Ok((increment(doc, &key, own.as_ref()), true))));
+        let committed = with_lock_path(Path::new(registry), wait, |guard| {
+            edit(guard, |doc| Ok((increment(doc, &key, own.as_ref()), true)))
+        })
+        .and_then(|edited| edited);
         match committed {
             Ok(n) => {
                 let _ = writeln!(out, "committed {n}");

@@ -10,7 +10,7 @@ use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
 
 use crate::document::Document;
 use crate::error::RegistryError;
-use crate::lock::{RegistryLock, lock_ignoring_inherited};
+use crate::lock::{RegistryLock, with_lock_ignoring_inherited};
 use crate::read::{ReadOutcome, read};
 use crate::store::ensure;
 use crate::time::stamp_compact_utc;
@@ -45,9 +45,11 @@ pub fn self_heal(registry: &Path, seed: Option<&Path>, wait: Duration, latches: 
         }
         ReadOutcome::Unreadable(err) => note_unreadable(registry, &err, latches, &mut outcome),
         ReadOutcome::Missing | ReadOutcome::Empty | ReadOutcome::Invalid(_) => {
-            match lock_ignoring_inherited(registry, wait) {
-                Ok(guard) => repair_locked(&guard, seed, latches, &mut outcome),
-                Err(err) => outcome.lock_refused = Some(err),
+            let repaired = with_lock_ignoring_inherited(registry, wait, |guard| {
+                repair_locked(guard, seed, latches, &mut outcome);
+            });
+            if let Err(err) = repaired {
+                outcome.lock_refused = Some(err);
             }
         }
     }

@@ -26,7 +26,10 @@ pub use document::{Document, Entry, EntryMut, FieldError, NewEntry, new_entry};
 pub use error::{LockRefusal, RegistryError};
 pub use heal::{HealLatches, HealOutcome, self_heal};
 pub use id::{is_uuid, new_uuid_v4};
-pub use lock::{FileLock, RegistryLock, lock, lock_at, lock_ignoring_inherited, lock_path, lock_wait_from_env};
+pub use lock::{
+    FileLock, RegistryLock, lock_wait_from_env, with_file_lock, with_lock, with_lock_at, with_lock_ignoring_inherited,
+    with_lock_path,
+};
 pub use name::{NameError, SessionName};
 pub use paths::{ConfigError, Paths};
 pub use read::{Raw, ReadOutcome, read, read_raw};

@@ -1,15 +1,15 @@
-//! flock(2) on sidecar lock files: the bounded polling loop, the registry guard, and the inherited-fd protocol.
+//! flock(2) on sidecar lock files through fd-lock: the bounded polling loop, the registry lock section, and the
+//! inherited-fd protocol (10-registry §7).
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use nix::fcntl::{FcntlArg, FdFlag, FlockArg};
+use nix::fcntl::{FcntlArg, FdFlag};
 
 use crate::atomic::{ensure_private_dir, parent_dir};
 use crate::error::{LockRefusal, RegistryError};
@@ -25,32 +25,49 @@ pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
 const FIRST_POLL: Duration = Duration::from_millis(5);
 const LONGEST_POLL: Duration = Duration::from_millis(100);
 
-/// Set while a [`RegistryLock`] is alive: a second description in one process would deadlock against the first.
+/// Set while a registry section runs (see [`GuardAlive`]).
 static REGISTRY_GUARD_ALIVE: AtomicBool = AtomicBool::new(false);
 
-/// An exclusive flock on an open file description; dropping it closes the descriptor, which releases the lock.
+/// An exclusive flock held through fd-lock's write guard, lent to the section that runs under it. The guard unlocks
+/// when the section ends, and the descriptor closes right after (RG-7.7).
 #[derive(Debug)]
-pub struct FileLock {
-    file: File,
+pub struct FileLock<'f> {
+    guard: fd_lock::RwLockWriteGuard<'f, File>,
 }
 
-impl FileLock {
-    /// Opens `path` (`O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC`, 0600) and polls for the lock until `wait` has passed.
-    /// With `create_dir`, a missing directory is created (0700) and the open retried once.
-    pub fn acquire(path: &Path, wait: Duration, create_dir: bool) -> Result<Self, LockRefusal> {
-        let file = open_lock_file(path, create_dir)
-            .map_err(|source| LockRefusal::Open { lock: path.to_path_buf(), source })?;
-        poll_flock(file.as_fd(), wait)?;
-        Ok(Self { file })
-    }
-
-    /// The locked descriptor (tests inspect `/proc/<pid>/fd`).
+impl FileLock<'_> {
+    /// The locked descriptor (tests inspect `/proc/<pid>/fd` and hand it to children).
     pub fn raw_fd(&self) -> RawFd {
-        self.file.as_raw_fd()
+        self.guard.as_raw_fd()
+    }
+}
+
+/// Opens `path` (`O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC`, 0600), polls for its exclusive lock until `wait` has passed
+/// (RG-7.3, RG-7.4) and runs `section` while holding it. With `create_dir`, a missing directory is created (0700)
+/// and the open retried once.
+///
+/// A section rather than a returned guard: fd-lock's guard borrows its lock file, so the file, the guard and the
+/// polling loop that produces it live in this one frame.
+pub fn with_file_lock<R>(
+    path: &Path,
+    wait: Duration,
+    create_dir: bool,
+    section: impl FnOnce(&FileLock<'_>) -> R,
+) -> Result<R, LockRefusal> {
+    let file =
+        open_lock_file(path, create_dir).map_err(|source| LockRefusal::Open { lock: path.to_path_buf(), source })?;
+    let mut lock = fd_lock::RwLock::new(file);
+    let mut poll = Poll::new(wait);
+    loop {
+        match lock.try_write() {
+            Ok(guard) => return Ok(section(&FileLock { guard })),
+            Err(err) => poll.after(err)?,
+        }
     }
 }
 
 fn open_lock_file(path: &Path, create_dir: bool) -> io::Result<File> {
+    // std opens every file with O_CLOEXEC (RG-7.9).
     let open = || OpenOptions::new().append(true).create(true).mode(0o600).open(path);
     match open() {
         Err(err) if err.kind() == io::ErrorKind::NotFound && create_dir => {
@@ -61,45 +78,44 @@ fn open_lock_file(path: &Path, create_dir: bool) -> io::Result<File> {
     }
 }
 
-/// Non-blocking attempts, 5 ms growing to 100 ms between them, until `wait` has passed (`0` = one try).
-fn poll_flock(fd: BorrowedFd<'_>, wait: Duration) -> Result<(), LockRefusal> {
-    let start = Instant::now();
-    let mut pause = FIRST_POLL;
-    loop {
-        match try_flock(fd) {
-            Ok(()) => return Ok(()),
-            Err(Errno::EINTR) => continue,
-            Err(Errno::EWOULDBLOCK) => {}
-            Err(errno) => return Err(LockRefusal::Flock(io::Error::from(errno))),
+/// The bounded wait of RG-7.4 around non-blocking attempts: 5 ms growing to 100 ms between them, until `wait` has
+/// passed (`0` = one attempt).
+#[derive(Debug)]
+struct Poll {
+    start: Instant,
+    pause: Duration,
+    wait: Duration,
+}
+
+impl Poll {
+    fn new(wait: Duration) -> Self {
+        Self { start: Instant::now(), pause: FIRST_POLL, wait }
+    }
+
+    /// After a failed attempt: `Ok` once it is time to try again, the refusal when the wait is over or the error
+    /// is not contention. `EINTR` retries at once, `EWOULDBLOCK` keeps polling, anything else refuses.
+    fn after(&mut self, err: io::Error) -> Result<(), LockRefusal> {
+        match err.kind() {
+            io::ErrorKind::Interrupted => return Ok(()),
+            io::ErrorKind::WouldBlock => {}
+            _ => return Err(LockRefusal::Flock(err)),
         }
-        let waited = start.elapsed();
-        if waited >= wait {
-            return Err(LockRefusal::TimedOut(wait));
+        let waited = self.start.elapsed();
+        if waited >= self.wait {
+            return Err(LockRefusal::TimedOut(self.wait));
         }
-        std::thread::sleep(pause.min(wait - waited));
-        pause = (pause * 2).min(LONGEST_POLL);
+        std::thread::sleep(self.pause.min(self.wait - waited));
+        self.pause = (self.pause * 2).min(LONGEST_POLL);
+        Ok(())
     }
 }
 
-// The plain flock(2) call is needed for descriptors we do not own (the inherited one must never be unlocked
-// or closed by us); nix marks it deprecated in favour of an owning wrapper that unlocks on drop.
-#[allow(deprecated)]
-fn try_flock(fd: BorrowedFd<'_>) -> Result<(), Errno> {
-    nix::fcntl::flock(fd.as_raw_fd(), FlockArg::LockExclusiveNonblock)
-}
-
-/// Proof that this process holds the registry lock; functions that write the registry take `&RegistryLock`.
+/// Proof that this process holds the registry lock, lent to the section that runs under it; functions that write
+/// the registry take `&RegistryLock`.
 #[derive(Debug)]
 pub struct RegistryLock {
     registry: PathBuf,
-    held: Held,
-}
-
-#[derive(Debug)]
-enum Held {
-    Own(FileLock),
-    /// A parent's descriptor: never unlocked, never closed (RG-7.6).
-    Inherited(#[allow(dead_code)] RawFd),
+    fd: RawFd,
 }
 
 impl RegistryLock {
@@ -108,16 +124,27 @@ impl RegistryLock {
         &self.registry
     }
 
-    /// The descriptor holding the lock.
+    /// The descriptor holding the lock (our own, or the parent's inherited one).
     pub fn raw_fd(&self) -> RawFd {
-        match &self.held {
-            Held::Own(lock) => lock.raw_fd(),
-            Held::Inherited(fd) => *fd,
-        }
+        self.fd
     }
 }
 
-impl Drop for RegistryLock {
+/// Raised while a registry section runs: a second description in one process would deadlock against the first.
+/// Lowered on drop, so also when the section panics.
+#[derive(Debug)]
+struct GuardAlive;
+
+impl GuardAlive {
+    fn raise() -> Result<Self, RegistryError> {
+        REGISTRY_GUARD_ALIVE
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .map(|_| Self)
+            .map_err(|_| RegistryError::AlreadyHeld)
+    }
+}
+
+impl Drop for GuardAlive {
     fn drop(&mut self) {
         REGISTRY_GUARD_ALIVE.store(false, Ordering::SeqCst);
     }
@@ -130,41 +157,63 @@ struct Policy {
     create_dir: bool,
 }
 
-/// The lock of the CLI and webhook-spawn: honours an inherited descriptor, creates a missing directory.
-pub fn lock(paths: &Paths, wait: Duration) -> Result<RegistryLock, RegistryError> {
-    acquire(paths.registry(), wait, Policy { adopt_inherited: true, create_dir: true })
+/// Runs `section` under the registry lock of the CLI and webhook-spawn: honours an inherited descriptor, creates
+/// a missing directory.
+pub fn with_lock<R>(
+    paths: &Paths,
+    wait: Duration,
+    section: impl FnOnce(&RegistryLock) -> R,
+) -> Result<R, RegistryError> {
+    locked(paths.registry(), wait, Policy { adopt_inherited: true, create_dir: true }, section)
 }
 
 /// The supervisor's lock: ignores `AGENT_BOX_REGISTRY_LOCK_FD`, creates a missing directory (first boot).
-pub fn lock_ignoring_inherited(registry: &Path, wait: Duration) -> Result<RegistryLock, RegistryError> {
-    acquire(registry, wait, Policy { adopt_inherited: false, create_dir: true })
+pub fn with_lock_ignoring_inherited<R>(
+    registry: &Path,
+    wait: Duration,
+    section: impl FnOnce(&RegistryLock) -> R,
+) -> Result<R, RegistryError> {
+    locked(registry, wait, Policy { adopt_inherited: false, create_dir: true }, section)
 }
 
 /// The epilogue's lock (RG-7.10): an explicit path, no environment, never creates a directory.
-pub fn lock_at(registry: &Path, wait: Duration) -> Result<RegistryLock, RegistryError> {
-    acquire(registry, wait, Policy { adopt_inherited: false, create_dir: false })
+pub fn with_lock_at<R>(
+    registry: &Path,
+    wait: Duration,
+    section: impl FnOnce(&RegistryLock) -> R,
+) -> Result<R, RegistryError> {
+    locked(registry, wait, Policy { adopt_inherited: false, create_dir: false }, section)
 }
 
-/// Like [`lock`] for a registry path given directly (the `rmw` example and tools addressing one file).
-pub fn lock_path(registry: &Path, wait: Duration) -> Result<RegistryLock, RegistryError> {
-    acquire(registry, wait, Policy { adopt_inherited: true, create_dir: true })
+/// Like [`with_lock`] for a registry path given directly (the `rmw` example and tools addressing one file).
+pub fn with_lock_path<R>(
+    registry: &Path,
+    wait: Duration,
+    section: impl FnOnce(&RegistryLock) -> R,
+) -> Result<R, RegistryError> {
+    locked(registry, wait, Policy { adopt_inherited: true, create_dir: true }, section)
 }
 
-fn acquire(registry: &Path, wait: Duration, policy: Policy) -> Result<RegistryLock, RegistryError> {
-    if REGISTRY_GUARD_ALIVE.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
-        return Err(RegistryError::AlreadyHeld);
-    }
+/// Acquire, run the section, release (RG-7.8). An inherited descriptor is only checked, outside fd-lock: its
+/// guard would unlock the parent's lock when dropped (RG-7.6).
+fn locked<R>(
+    registry: &Path,
+    wait: Duration,
+    policy: Policy,
+    section: impl FnOnce(&RegistryLock) -> R,
+) -> Result<R, RegistryError> {
+    let _alive = GuardAlive::raise()?;
+    let refused = |reason| RegistryError::LockRefused { path: registry.to_path_buf(), reason };
+    let proof = |fd| RegistryLock { registry: registry.to_path_buf(), fd };
     let lock_file = lock_path_of(registry);
     let inherited = if policy.adopt_inherited { std::env::var(INHERITED_LOCK_ENV).ok() } else { None };
-    let held = match inherited.filter(|v| !v.is_empty()) {
-        Some(value) => adopt_inherited(&value, &lock_file, wait).map(Held::Inherited),
-        None => FileLock::acquire(&lock_file, wait, policy.create_dir).map(Held::Own),
-    };
-    match held {
-        Ok(held) => Ok(RegistryLock { registry: registry.to_path_buf(), held }),
-        Err(reason) => {
-            REGISTRY_GUARD_ALIVE.store(false, Ordering::SeqCst);
-            Err(RegistryError::LockRefused { path: registry.to_path_buf(), reason })
+    match inherited.filter(|v| !v.is_empty()) {
+        Some(value) => {
+            let fd = adopt_inherited(&value, &lock_file, wait).map_err(refused)?;
+            Ok(section(&proof(fd)))
+        }
+        None => {
+            with_file_lock(&lock_file, wait, policy.create_dir, |lock| section(&proof(lock.raw_fd()))).map_err(refused)
         }
     }
 }
@@ -184,8 +233,20 @@ fn adopt_inherited(value: &str, lock_file: &Path, wait: Duration) -> Result<RawF
         _ => return Err(refuse()),
     }
     let _ = nix::fcntl::fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
-    poll_flock(fd, wait)?;
+    let mut poll = Poll::new(wait);
+    while let Err(err) = flock_without_guard(fd) {
+        poll.after(err)?;
+    }
     Ok(raw)
+}
+
+/// `flock(fd, LOCK_EX|LOCK_NB)` with nothing that could ever unlock it: on the parent's description it succeeds at
+/// once when the parent holds the lock (RG-7.6 item 2), and the parent's lock must outlive us (item 3).
+#[allow(unsafe_code)]
+fn flock_without_guard(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: flock(2) on an open descriptor reads and writes no memory of this process.
+    let done = unsafe { nix::libc::flock(fd.as_raw_fd(), nix::libc::LOCK_EX | nix::libc::LOCK_NB) };
+    if done == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
 fn parse_inherited_fd(value: &str) -> Option<RawFd> {
@@ -264,21 +325,36 @@ mod tests {
 
     #[test]
     fn second_guard_in_one_process_is_already_held() {
+        let _serial = crate::test_serial();
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("sessions.json");
-        let first = lock_at(&registry, Duration::ZERO).unwrap();
-        assert!(matches!(lock_at(&registry, Duration::ZERO), Err(RegistryError::AlreadyHeld)));
-        drop(first);
-        assert!(lock_at(&registry, Duration::ZERO).is_ok());
+        let nested = with_lock_at(&registry, Duration::ZERO, |_| with_lock_at(&registry, Duration::ZERO, |_| ()));
+        assert!(matches!(nested, Ok(Err(RegistryError::AlreadyHeld))));
+        assert!(with_lock_at(&registry, Duration::ZERO, |_| ()).is_ok(), "released after the section");
+        let panicked = std::panic::catch_unwind(|| with_lock_at(&registry, Duration::ZERO, |_| panic!("in section")));
+        assert!(panicked.is_err());
+        assert!(with_lock_at(&registry, Duration::ZERO, |_| ()).is_ok(), "released after a panic too");
     }
 
     #[test]
     fn lock_at_never_creates_a_directory() {
+        let _serial = crate::test_serial();
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("missing/sessions.json");
-        let err = lock_at(&registry, Duration::ZERO).unwrap_err();
+        let err = with_lock_at(&registry, Duration::ZERO, |_| ()).unwrap_err();
         assert!(matches!(err, RegistryError::LockRefused { reason: LockRefusal::Open { .. }, .. }));
         assert!(!dir.path().join("missing").exists());
+    }
+
+    #[test]
+    fn a_held_file_lock_refuses_a_second_description_until_its_section_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("x.lock");
+        let inner = with_file_lock(&lock, Duration::ZERO, false, |_| {
+            with_file_lock(&lock, Duration::from_millis(30), false, |_| ()).unwrap_err()
+        });
+        assert!(matches!(inner, Ok(LockRefusal::TimedOut(_))), "{inner:?}");
+        assert!(with_file_lock(&lock, Duration::ZERO, false, |_| ()).is_ok());
     }
 
     #[test]

@@ -104,12 +104,13 @@ pub fn remove_temp_leftovers(guard: &RegistryLock) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lock::lock_at;
+    use crate::lock::with_lock_at;
     use crate::name::SessionName;
     use std::time::Duration;
 
-    fn guard_for(path: &Path) -> RegistryLock {
-        lock_at(path, Duration::from_secs(5)).unwrap()
+    /// Runs `section` under the epilogue's lock of `path`.
+    fn under_lock(path: &Path, section: impl FnOnce(&RegistryLock)) {
+        with_lock_at(path, Duration::from_secs(5), section).unwrap();
     }
 
     #[test]
@@ -119,23 +120,25 @@ mod tests {
         let registry = dir.path().join("sessions.json");
         let seed = dir.path().join("seed.json");
         std::fs::write(&seed, b"{\"version\":1,\"sessions\":{\"main\":{}}}").unwrap();
-        let guard = guard_for(&registry);
-        assert_eq!(ensure(&guard, Some(&seed)).unwrap(), Ensured::Seeded);
-        assert_eq!(std::fs::read(&registry).unwrap(), std::fs::read(&seed).unwrap(), "byte for byte");
-        assert_eq!(ensure(&guard, None).unwrap(), Ensured::Existing);
-        std::fs::remove_file(&registry).unwrap();
-        assert_eq!(ensure(&guard, None).unwrap(), Ensured::WroteEmpty { rejected_seed: None });
-        assert_eq!(std::fs::read(&registry).unwrap(), EMPTY_DOCUMENT);
-        for bad in ["{\"version\":1,\"sessions\":[]}", "[]", "{\"sessions\":{}}", "{\"version\":2,\"sessions\":{}}"] {
-            std::fs::write(&registry, b"").unwrap();
-            std::fs::write(&seed, bad).unwrap();
-            let done = ensure(&guard, Some(&seed)).unwrap();
-            assert_eq!(done, Ensured::WroteEmpty { rejected_seed: Some(seed.clone()) }, "{bad}");
-            assert!(done.seed_message().unwrap().contains(&seed.display().to_string()));
+        under_lock(&registry, |guard| {
+            assert_eq!(ensure(guard, Some(&seed)).unwrap(), Ensured::Seeded);
+            assert_eq!(std::fs::read(&registry).unwrap(), std::fs::read(&seed).unwrap(), "byte for byte");
+            assert_eq!(ensure(guard, None).unwrap(), Ensured::Existing);
+            std::fs::remove_file(&registry).unwrap();
+            assert_eq!(ensure(guard, None).unwrap(), Ensured::WroteEmpty { rejected_seed: None });
             assert_eq!(std::fs::read(&registry).unwrap(), EMPTY_DOCUMENT);
-        }
-        std::fs::write(&registry, b"not json").unwrap();
-        assert_eq!(ensure(&guard, None).unwrap(), Ensured::Existing, "ensure never repairs");
+            for bad in ["{\"version\":1,\"sessions\":[]}", "[]", "{\"sessions\":{}}", "{\"version\":2,\"sessions\":{}}"]
+            {
+                std::fs::write(&registry, b"").unwrap();
+                std::fs::write(&seed, bad).unwrap();
+                let done = ensure(guard, Some(&seed)).unwrap();
+                assert_eq!(done, Ensured::WroteEmpty { rejected_seed: Some(seed.clone()) }, "{bad}");
+                assert!(done.seed_message().unwrap().contains(&seed.display().to_string()));
+                assert_eq!(std::fs::read(&registry).unwrap(), EMPTY_DOCUMENT);
+            }
+            std::fs::write(&registry, b"not json").unwrap();
+            assert_eq!(ensure(guard, None).unwrap(), Ensured::Existing, "ensure never repairs");
+        });
     }
 
     #[test]
@@ -145,13 +148,14 @@ mod tests {
         let registry = dir.path().join("sessions.json");
         std::fs::write(&registry, b"{\"sessions\":{\"a\":{\"stopped\":true}}}").unwrap();
         let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&registry).unwrap());
-        let guard = guard_for(&registry);
         let name = SessionName::parse("a").unwrap();
-        edit(&guard, |doc| {
-            let changed = doc.entry_mut(&name).is_some_and(|mut e| e.set("stopped", Value::Bool(true)));
-            Ok(((), changed))
-        })
-        .unwrap();
+        under_lock(&registry, |guard| {
+            edit(guard, |doc| {
+                let changed = doc.entry_mut(&name).is_some_and(|mut e| e.set("stopped", Value::Bool(true)));
+                Ok(((), changed))
+            })
+            .unwrap();
+        });
         let after = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&registry).unwrap());
         assert_eq!(inode, after, "no rewrite");
     }
@@ -161,15 +165,16 @@ mod tests {
         let _serial = crate::test_serial();
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("sessions.json");
-        let guard = guard_for(&registry);
-        edit(&guard, |_| Ok(((), false))).unwrap();
-        assert!(!registry.exists(), "nothing to change, nothing created");
-        let name = SessionName::parse("x").unwrap();
-        edit(&guard, |doc| doc.insert_new(&name, serde_json::Map::new()).map(|()| ((), true))).unwrap();
-        assert!(read_for_write(&registry).unwrap().contains("x"));
-        std::fs::write(&registry, b"[]").unwrap();
-        let err = edit(&guard, |_| Ok(((), true))).unwrap_err();
-        assert!(matches!(err, RegistryError::Invalid { .. }));
-        assert_eq!(std::fs::read(&registry).unwrap(), b"[]");
+        under_lock(&registry, |guard| {
+            edit(guard, |_| Ok(((), false))).unwrap();
+            assert!(!registry.exists(), "nothing to change, nothing created");
+            let name = SessionName::parse("x").unwrap();
+            edit(guard, |doc| doc.insert_new(&name, serde_json::Map::new()).map(|()| ((), true))).unwrap();
+            assert!(read_for_write(&registry).unwrap().contains("x"));
+            std::fs::write(&registry, b"[]").unwrap();
+            let err = edit(guard, |_| Ok(((), true))).unwrap_err();
+            assert!(matches!(err, RegistryError::Invalid { .. }));
+            assert_eq!(std::fs::read(&registry).unwrap(), b"[]");
+        });
     }
 }

@@ -158,15 +158,16 @@ fn an_inherited_lock_is_adopted_and_stays_with_the_parent() {
     let dir = tempfile::tempdir().unwrap();
     let registry = registry_in(&dir);
     let lock = registry.with_extension("json.lock");
-    let held = registry::FileLock::acquire(&lock, Duration::ZERO, false).unwrap();
-    let mut cmd = example_cmd("rmw");
-    cmd.arg(&registry).args(["x", "1"]).env("AGENT_BOX_REGISTRY_LOCK_FD", "7").env("REGISTRY_LOCK_WAIT", "2");
-    pass_fd(&mut cmd, held.raw_fd(), 7);
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(read_counter(&registry, "x"), 1);
-    assert!(!lock_is_free(&lock), "the parent's lock survives the child");
-    drop(held);
+    registry::with_file_lock(&lock, Duration::ZERO, false, |held| {
+        let mut cmd = example_cmd("rmw");
+        cmd.arg(&registry).args(["x", "1"]).env("AGENT_BOX_REGISTRY_LOCK_FD", "7").env("REGISTRY_LOCK_WAIT", "2");
+        pass_fd(&mut cmd, held.raw_fd(), 7);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(read_counter(&registry, "x"), 1);
+        assert!(!lock_is_free(&lock), "the parent's lock survives the child");
+    })
+    .unwrap();
     assert!(lock_is_free(&lock));
 }
 
@@ -195,9 +196,10 @@ fn a_bogus_inherited_fd_is_refused() {
 fn no_child_inherits_the_lock() {
     let dir = tempfile::tempdir().unwrap();
     let registry = registry_in(&dir);
-    let guard = registry::lock_ignoring_inherited(&registry, Duration::ZERO).unwrap();
-    let mut child = Command::new("sleep").arg("30").stdin(Stdio::null()).spawn().unwrap();
-    drop(guard);
+    let mut child = registry::with_lock_ignoring_inherited(&registry, Duration::ZERO, |_| {
+        Command::new("sleep").arg("30").stdin(Stdio::null()).spawn().unwrap()
+    })
+    .unwrap();
     let start = Instant::now();
     let status = example_cmd("regctl").arg("lock-at").arg(&registry).arg("2").status().unwrap();
     assert!(status.success() && start.elapsed() < Duration::from_secs(2), "a leaked descriptor keeps the lock");
@@ -211,14 +213,17 @@ fn lock_at_never_adopts_an_inherited_descriptor_or_reads_the_wait_variable() {
     let dir = tempfile::tempdir().unwrap();
     let registry = registry_in(&dir);
     let lock = registry.with_extension("json.lock");
-    let held = registry::FileLock::acquire(&lock, Duration::ZERO, false).unwrap();
-    let mut cmd = example_cmd("regctl");
-    cmd.arg("lock-at").arg(&registry).arg("0").env("AGENT_BOX_REGISTRY_LOCK_FD", "7").env("REGISTRY_LOCK_WAIT", "3600");
-    pass_fd(&mut cmd, held.raw_fd(), 7);
-    let start = Instant::now();
-    let status = cmd.status().unwrap();
-    assert_eq!(status.code(), Some(75), "adopting fd 7 would have let it through");
-    assert!(start.elapsed() < Duration::from_secs(2), "REGISTRY_LOCK_WAIT must be ignored");
+    registry::with_file_lock(&lock, Duration::ZERO, false, |held| {
+        let mut cmd = example_cmd("regctl");
+        cmd.arg("lock-at").arg(&registry).arg("0");
+        cmd.env("AGENT_BOX_REGISTRY_LOCK_FD", "7").env("REGISTRY_LOCK_WAIT", "3600");
+        pass_fd(&mut cmd, held.raw_fd(), 7);
+        let start = Instant::now();
+        let status = cmd.status().unwrap();
+        assert_eq!(status.code(), Some(75), "adopting fd 7 would have let it through");
+        assert!(start.elapsed() < Duration::from_secs(2), "REGISTRY_LOCK_WAIT must be ignored");
+    })
+    .unwrap();
     let missing = dir.path().join("nope/sessions.json");
     let status = example_cmd("regctl").arg("lock-at").arg(&missing).arg("0").status().unwrap();
     assert_eq!(status.code(), Some(75));

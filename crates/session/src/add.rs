@@ -6,11 +6,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rand::RngExt;
-use registry::{Document, NewEntry, SessionName, exit, new_entry, new_uuid_v4};
+use registry::{Document, NewEntry, RegistryLock, SessionName, exit, new_entry, new_uuid_v4};
 
 use crate::cli::AddArgs;
 use crate::context::Context;
-use crate::locked::{Stop, capacity_refused, read_locked, take_lock, write_locked};
+use crate::locked::{Stop, capacity_refused, read_locked, with_locked, write_locked};
 use crate::messages;
 use crate::out::{Out, say, say_bare};
 
@@ -40,28 +40,32 @@ fn run(ctx: &Context, args: &AddArgs, out: &mut Out) -> Result<u8, Stop> {
         return Err(refuse_stop(&messages::not_in_build("--whatsapp", "WhatsApp routing is not included")));
     }
     let valid = validate(ctx, args)?;
-    let guard = take_lock(ctx)?;
-    let mut doc = read_locked(&guard)?;
+    let name = with_locked(ctx, |guard| insert(ctx, guard, args, &valid))?;
+    out.line(&messages::added(name.as_str(), &valid.harness, args.prompt.is_some()));
+    Ok(exit::OK)
+}
+
+/// §8.1 steps 6–9 under the lock: re-read, name, admit, insert, write.
+fn insert(ctx: &Context, guard: &RegistryLock, args: &AddArgs, valid: &Validated) -> Result<SessionName, Stop> {
+    let mut doc = read_locked(guard)?;
     let name = match &valid.name {
         Some(name) if doc.contains(name.as_str()) => {
             say_bare(&messages::exists(name.as_str()));
             return Err(Stop(exit::USAGE));
         }
         Some(name) => name.clone(),
-        None => mint_name(ctx, &doc, &valid)?,
+        None => mint_name(ctx, &doc, valid)?,
     };
     if valid.harness != "shell" {
         ctx.check_capacity(doc.sessions(), &[name.as_str()]).map_err(|e| capacity_refused(&e))?;
     }
-    let entry = build_entry(args, &valid);
+    let entry = build_entry(args, valid);
     doc.insert_new(&name, entry).map_err(|_| {
         say_bare(&messages::exists(name.as_str()));
         Stop(exit::USAGE)
     })?;
-    write_locked(&guard, &doc)?;
-    drop(guard);
-    out.line(&messages::added(name.as_str(), &valid.harness, args.prompt.is_some()));
-    Ok(exit::OK)
+    write_locked(guard, &doc)?;
+    Ok(name)
 }
 
 /// §8.1 steps 1–5, in order.

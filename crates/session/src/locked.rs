@@ -2,7 +2,7 @@
 //! lock with M20/M20b, and the durable write with M21.
 
 use registry::store::{read_for_write, write_document};
-use registry::{Document, RegistryError, RegistryLock, exit, lock};
+use registry::{Document, RegistryError, RegistryLock, exit, with_lock};
 
 use crate::context::Context;
 use crate::messages;
@@ -12,14 +12,15 @@ use crate::out::say;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stop(pub u8);
 
-/// Takes the registry lock (creating its directory when missing); a refusal prints M17 and means 75.
-pub fn take_lock(ctx: &Context) -> Result<RegistryLock, Stop> {
+/// Runs `section` under the registry lock (creating its directory when missing); a refusal prints M17 and means
+/// 75.
+pub fn with_locked<T>(ctx: &Context, section: impl FnOnce(&RegistryLock) -> Result<T, Stop>) -> Result<T, Stop> {
     if let Some(value) = &ctx.ignored_lock_wait {
         say(&format!("ignoring REGISTRY_LOCK_WAIT='{value}': not a number of seconds; using 10"));
     }
-    lock(&ctx.paths, ctx.lock_wait).map_err(|err| {
+    with_lock(&ctx.paths, ctx.lock_wait, section).unwrap_or_else(|err| {
         say(&err.to_string());
-        Stop(err.exit_code())
+        Err(Stop(err.exit_code()))
     })
 }
 

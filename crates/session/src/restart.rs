@@ -4,7 +4,7 @@
 use registry::{Document, SessionName, exit};
 
 use crate::context::{Context, KillResult};
-use crate::locked::{Stop, capacity_refused, checked_name, read_locked, take_lock, write_locked};
+use crate::locked::{Stop, capacity_refused, checked_name, read_locked, with_locked, write_locked};
 use crate::messages;
 use crate::out::{Out, say, say_bare};
 
@@ -48,18 +48,19 @@ fn one(ctx: &Context, raw: &str, out: &mut Out) -> Result<u8, Stop> {
 
 /// Under the lock: admission for a listed name, then `stopped` removed; false when the name is not listed.
 fn relisted(ctx: &Context, name: &SessionName) -> Result<bool, Stop> {
-    let guard = take_lock(ctx)?;
-    let mut doc = read_locked(&guard)?;
-    if !doc.contains(name.as_str()) {
-        return Ok(false);
-    }
-    if !is_shell(&doc, name.as_str()) {
-        ctx.check_capacity(doc.sessions(), &[name.as_str()]).map_err(|e| capacity_refused(&e))?;
-    }
-    if doc.entry_mut(name).is_some_and(|mut e| e.remove_key("stopped")) {
-        write_locked(&guard, &doc)?;
-    }
-    Ok(true)
+    with_locked(ctx, |guard| {
+        let mut doc = read_locked(guard)?;
+        if !doc.contains(name.as_str()) {
+            return Ok(false);
+        }
+        if !is_shell(&doc, name.as_str()) {
+            ctx.check_capacity(doc.sessions(), &[name.as_str()]).map_err(|e| capacity_refused(&e))?;
+        }
+        if doc.entry_mut(name).is_some_and(|mut e| e.remove_key("stopped")) {
+            write_locked(guard, &doc)?;
+        }
+        Ok(true)
+    })
 }
 
 fn all(ctx: &Context, out: &mut Out) -> Result<u8, Stop> {
@@ -67,9 +68,8 @@ fn all(ctx: &Context, out: &mut Out) -> Result<u8, Stop> {
         out.line(messages::NOTHING_TO_RESTART);
         return Ok(exit::OK);
     }
-    let keys = {
-        let guard = take_lock(ctx)?;
-        let mut doc = read_locked(&guard)?;
+    let keys = with_locked(ctx, |guard| {
+        let mut doc = read_locked(guard)?;
         let keys: Vec<String> = doc.names().map(str::to_owned).collect();
         let targets: Vec<&str> = keys.iter().map(String::as_str).filter(|k| !is_shell(&doc, k)).collect();
         if !targets.is_empty() {
@@ -80,10 +80,10 @@ fn all(ctx: &Context, out: &mut Out) -> Result<u8, Stop> {
             changed |= doc.entry_mut(&name).is_some_and(|mut e| e.remove_key("stopped"));
         }
         if changed {
-            write_locked(&guard, &doc)?;
+            write_locked(guard, &doc)?;
         }
-        keys
-    };
+        Ok(keys)
+    })?;
     let mut failed = false;
     for name in keys.iter().filter_map(|k| SessionName::parse(k).ok()) {
         if let KillResult::Failed(reason) = ctx.kill(&name) {

@@ -5,7 +5,7 @@ use lease::{EndHow, Expect, HookLog, LeaseDir, LeaseState};
 use registry::{SessionName, exit};
 
 use crate::context::{Context, KillResult};
-use crate::locked::{Stop, checked_name, read_locked, take_lock, write_locked};
+use crate::locked::{Stop, checked_name, read_locked, with_locked, write_locked};
 use crate::messages;
 use crate::out::{Out, say};
 
@@ -30,13 +30,14 @@ fn run(ctx: &Context, raw: &str, out: &mut Out) -> Result<u8, Stop> {
 
 /// Under the lock: drop the key; true when it was one.
 fn delist(ctx: &Context, name: &SessionName) -> Result<bool, Stop> {
-    let guard = take_lock(ctx)?;
-    let mut doc = read_locked(&guard)?;
-    let was_key = doc.remove(name);
-    if was_key {
-        write_locked(&guard, &doc)?;
-    }
-    Ok(was_key)
+    with_locked(ctx, |guard| {
+        let mut doc = read_locked(guard)?;
+        let was_key = doc.remove(name);
+        if was_key {
+            write_locked(guard, &doc)?;
+        }
+        Ok(was_key)
+    })
 }
 
 /// Best effort and silent (§9 step 4); the lease's end record is written before the lease is deleted.

@@ -4,7 +4,7 @@ use registry::exit;
 use serde_json::Value;
 
 use crate::context::{Context, KillResult};
-use crate::locked::{Stop, checked_name, read_locked, take_lock, write_locked};
+use crate::locked::{Stop, checked_name, read_locked, with_locked, write_locked};
 use crate::messages;
 use crate::out::{Out, say, say_bare};
 
@@ -19,16 +19,15 @@ fn run(ctx: &Context, raw: &str, out: &mut Out) -> Result<u8, Stop> {
     if !ctx.paths.registry().exists() {
         return no_such(raw);
     }
-    let ephemeral = {
-        let guard = take_lock(ctx)?;
-        let mut doc = read_locked(&guard)?;
-        let Some(mut entry) = doc.entry_mut(&name) else { return no_such(raw) };
+    let ephemeral = with_locked(ctx, |guard| {
+        let mut doc = read_locked(guard)?;
+        let Some(mut entry) = doc.entry_mut(&name) else { return no_such(raw).map(|_| false) };
         let ephemeral = entry.view().ephemeral();
         if entry.set("stopped", Value::Bool(true)) {
-            write_locked(&guard, &doc)?;
+            write_locked(guard, &doc)?;
         }
-        ephemeral
-    };
+        Ok(ephemeral)
+    })?;
     if let KillResult::Failed(reason) = ctx.kill(&name) {
         say(&messages::kill_failed(raw, &reason));
         return Ok(exit::FAILURE);

@@ -8,8 +8,8 @@ use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_box_tests::Sandbox;
 use agent_box_tests::fixtures::{code, pane, session, stderr, stdout};
+use agent_box_tests::{HeldLock, Sandbox};
 use serde_json::{Value, json};
 
 fn registry_bytes(sb: &Sandbox) -> Vec<u8> {
@@ -206,7 +206,7 @@ fn rg03_cl07_a_held_lock_means_75_and_no_change() {
     sb.write_registry(r#"{"version":1,"sessions":{"x":{"agent":"tool"}}}"#);
     let before = registry_bytes(&sb);
     let inode = fs::metadata(sb.registry()).unwrap().ino();
-    let _held = registry::FileLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO, false).unwrap();
+    let _held = HeldLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO).unwrap();
     for args in [&["add", "y"][..], &["rm", "x"], &["stop", "x"], &["restart", "x"]] {
         let start = Instant::now();
         let out = session(&sb, args);
@@ -227,7 +227,7 @@ fn rg02_a_waiting_add_writes_after_release() {
     sb.set_env("REGISTRY_LOCK_WAIT", "10");
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
     let lock = sb.registry().with_extension("json.lock");
-    let held = registry::FileLock::acquire(&lock, Duration::ZERO, false).unwrap();
+    let held = HeldLock::acquire(&lock, Duration::ZERO).unwrap();
     let mut child = sb.cmd("agent-box-session").args(["add", "x"]).stdout(Stdio::null()).spawn().unwrap();
     let target = fs::canonicalize(&lock).unwrap();
     agent_box_tests::wait_until("the add to poll the lock", || {
@@ -266,7 +266,7 @@ fn rg05_an_inherited_lock_is_adopted() {
     sb.set_env("REGISTRY_LOCK_WAIT", "2");
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
     let lock = sb.registry().with_extension("json.lock");
-    let held = registry::FileLock::acquire(&lock, Duration::ZERO, false).unwrap();
+    let held = HeldLock::acquire(&lock, Duration::ZERO).unwrap();
     let fd = held.raw_fd();
     let mut cmd = sb.cmd("agent-box-session");
     cmd.args(["add", "x"]);
@@ -280,7 +280,7 @@ fn rg05_an_inherited_lock_is_adopted() {
     }
     let out = cmd.output().unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(registry::FileLock::acquire(&lock, Duration::ZERO, false).is_err(), "the test still holds the lock");
+    assert!(HeldLock::acquire(&lock, Duration::ZERO).is_err(), "the test still holds the lock");
     drop(held);
 }
 

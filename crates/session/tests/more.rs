@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use agent_box_tests::fixtures::{code, pane, session, stderr, stdout};
 use agent_box_tests::privilege::{chown_tree, unprivileged};
-use agent_box_tests::{Sandbox, wait_until};
+use agent_box_tests::{HeldLock, Sandbox, wait_until};
 use registry::SessionName;
 use serde_json::{Value, json};
 use tmux::TmuxApi;
@@ -54,7 +54,7 @@ const FIXTURE: &str = r#"{"version":1,"sessions":{
 
 /// Builds `world`: the sandbox, the lock to keep alive while the row runs, and variables for the command only
 /// (set on the sandbox they would also break its teardown, which reaches tmux the same way).
-fn build(world: World) -> (Sandbox, Option<registry::FileLock>, Vec<(&'static str, &'static str)>) {
+fn build(world: World) -> (Sandbox, Option<HeldLock>, Vec<(&'static str, &'static str)>) {
     let sb = Sandbox::new();
     sb.write_registry(FIXTURE);
     pane(&sb, "main");
@@ -64,7 +64,7 @@ fn build(world: World) -> (Sandbox, Option<registry::FileLock>, Vec<(&'static st
         World::LockBusy => {
             vars.push(("REGISTRY_LOCK_WAIT", "1"));
             let lock = sb.registry().with_extension("json.lock");
-            held = Some(registry::FileLock::acquire(&lock, Duration::from_secs(10), false).unwrap());
+            held = Some(HeldLock::acquire(&lock, Duration::from_secs(10)).unwrap());
         }
         World::Full => sb.set_limit("1"),
         World::NoTmux => vars.push(("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux")),

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use lease::LeaseState;
 use registry::capacity::{Mode, admit, read_limit};
 use registry::store::{read_for_write, write_document};
-use registry::{CapacityError, Document, Entry, RegistryLock, SessionName, lock_ignoring_inherited};
+use registry::{CapacityError, Document, Entry, RegistryLock, SessionName};
 use serde_json::{Map, Value};
 use tmux::{NewSession, TmuxError};
 
@@ -33,10 +33,7 @@ impl Supervisor {
         if tick.lock_refused {
             return;
         }
-        match lock_ignoring_inherited(self.config.paths.registry(), self.config.lock_wait) {
-            Ok(guard) => self.locked_start(tick, &guard, &prepared, side),
-            Err(err) => self.note_lock_refused(tick, &err),
-        }
+        self.locked(tick, |me, tick, guard| me.locked_start(tick, guard, &prepared, side));
     }
 
     /// Spawn-mode admission; a refusal or an unevaluable policy logs L5 once per waiting streak.
@@ -235,16 +232,14 @@ impl Supervisor {
         if tick.lock_refused || !path.exists() {
             return;
         }
-        let guard = match lock_ignoring_inherited(self.config.paths.registry(), self.config.lock_wait) {
-            Ok(guard) => guard,
-            Err(err) => return self.note_lock_refused(tick, &err),
-        };
-        let listed = read_for_write(guard.registry()).is_ok_and(|doc| doc.contains(name.as_str()));
-        if listed {
-            let mut side = SideFile::read(&path);
-            side.backoff_until = Some(registry::time::format_iso(until));
-            side.quick_exits = Some(u64::from(streak));
-            self.record_side_file(name, &side);
-        }
+        self.locked(tick, |me, _, guard| {
+            let listed = read_for_write(guard.registry()).is_ok_and(|doc| doc.contains(name.as_str()));
+            if listed {
+                let mut side = SideFile::read(&path);
+                side.backoff_until = Some(registry::time::format_iso(until));
+                side.quick_exits = Some(u64::from(streak));
+                me.record_side_file(name, &side);
+            }
+        });
     }
 }

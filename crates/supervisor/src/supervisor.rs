@@ -204,6 +204,24 @@ impl Supervisor {
     }
 
     /// L9 once per streak; later locked sections of this tick are skipped.
+    /// Runs `section` under the registry lock with the bound of SUP-7.2; `None` after a refusal, which is noted once
+    /// per streak and skips the remaining locked sections of the tick.
+    pub(crate) fn locked<R>(
+        &mut self,
+        tick: &mut Tick,
+        section: impl FnOnce(&mut Self, &mut Tick, &registry::RegistryLock) -> R,
+    ) -> Option<R> {
+        let registry = self.config.paths.registry().to_path_buf();
+        let wait = self.config.lock_wait;
+        match registry::with_lock_ignoring_inherited(&registry, wait, |guard| section(self, tick, guard)) {
+            Ok(result) => Some(result),
+            Err(err) => {
+                self.note_lock_refused(tick, &err);
+                None
+            }
+        }
+    }
+
     pub(crate) fn note_lock_refused(&mut self, tick: &mut Tick, err: &registry::RegistryError) {
         tick.lock_refused = true;
         if self.latches.lock_refused.raise() {

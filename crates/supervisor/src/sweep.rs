@@ -6,7 +6,7 @@ use std::time::UNIX_EPOCH;
 
 use lease::{EndHow, Expect, ListedNames};
 use registry::store::{read_for_write, write_document};
-use registry::{Document, SessionName, lock_ignoring_inherited};
+use registry::{Document, RegistryLock, SessionName};
 
 use crate::supervisor::{QUARANTINE_SWEEP_PAUSE_SECS, Supervisor, Tick};
 
@@ -26,20 +26,10 @@ impl Supervisor {
         if candidates.is_empty() || tick.lock_refused {
             return;
         }
-        let guard = match lock_ignoring_inherited(self.config.paths.registry(), self.config.lock_wait) {
-            Ok(guard) => guard,
-            Err(err) => return self.note_lock_refused(tick, &err),
-        };
-        let Ok(mut fresh) = read_for_write(guard.registry()) else { return };
-        let reaped: Vec<SessionName> =
-            candidates.into_iter().filter(|n| fresh.entry(n.as_str()).is_some_and(|e| reapable(&e))).collect();
-        for name in &reaped {
-            fresh.remove(name);
-        }
-        if reaped.is_empty() || write_document(&guard, &fresh).is_err() {
+        let Some(reaped) = self.locked(tick, |_, _, guard| reap_locked(guard, candidates)) else { return };
+        if reaped.is_empty() {
             return;
         }
-        drop(guard);
         for name in &reaped {
             doc.remove(name);
             if let Err(err) = self.leases.finish(name, &EndHow::Reaped, &Expect::Any, Some(&self.hook_log)) {
@@ -111,14 +101,11 @@ impl Supervisor {
     fn sweep_temps(&mut self, tick: &mut Tick) {
         let found = !self.registry_guarded_temps().is_empty();
         if found && !tick.lock_refused {
-            match lock_ignoring_inherited(self.config.paths.registry(), self.config.lock_wait) {
-                Ok(_guard) => {
-                    for temp in self.registry_guarded_temps() {
-                        let _ = fs::remove_file(temp);
-                    }
+            self.locked(tick, |me, _, _| {
+                for temp in me.registry_guarded_temps() {
+                    let _ = fs::remove_file(temp);
                 }
-                Err(err) => self.note_lock_refused(tick, &err),
-            }
+            });
         }
         self.leases.remove_temp_leftovers();
         self.hook_log.remove_temp_leftovers();
@@ -165,4 +152,19 @@ fn age_secs(path: &Path, now: i64) -> Option<i64> {
     let modified = fs::metadata(path).ok()?.modified().ok()?;
     let mtime = i64::try_from(modified.duration_since(UNIX_EPOCH).ok()?.as_secs()).ok()?;
     (now >= mtime).then_some(now - mtime)
+}
+
+/// Under the lock: the candidates still reapable in a fresh read, deleted in one write; none when the read or the
+/// write failed (nothing was deleted then).
+fn reap_locked(guard: &RegistryLock, candidates: Vec<SessionName>) -> Vec<SessionName> {
+    let Ok(mut fresh) = read_for_write(guard.registry()) else { return Vec::new() };
+    let reaped: Vec<SessionName> =
+        candidates.into_iter().filter(|n| fresh.entry(n.as_str()).is_some_and(|e| reapable(&e))).collect();
+    for name in &reaped {
+        fresh.remove(name);
+    }
+    if reaped.is_empty() || write_document(guard, &fresh).is_err() {
+        return Vec::new();
+    }
+    reaped
 }

@@ -140,7 +140,7 @@ impl OtherHolder {
         let lock = registry.with_extension("json.lock");
         let child = Command::new("flock").arg(&lock).args(["sleep", "60"]).spawn().unwrap();
         let start = std::time::Instant::now();
-        while registry::FileLock::acquire(&lock, std::time::Duration::ZERO, false).is_ok() {
+        while registry::with_file_lock(&lock, std::time::Duration::ZERO, false, |_| ()).is_ok() {
             assert!(start.elapsed().as_secs() < 20, "the holder never took the lock");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }

@@ -53,9 +53,9 @@ pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read) -> 
         Err(Ok(code)) => return code,
         Err(Err(refusal)) => return defer(&ctx, env, refusal),
     };
-    let added = registry::lock(&ctx.paths, ctx.lock_wait)
+    let added = registry::with_lock(&ctx.paths, ctx.lock_wait, |guard| critical_section(&ctx, guard, &plan))
         .map_err(|e| Refusal::because(e.to_string()))
-        .and_then(|guard| critical_section(&ctx, &guard, &plan));
+        .and_then(|added| added);
     match added {
         Ok(name) => {
             if too_long(&sanitised(&plan.batch.key)) {

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_box_tests::Sandbox;
 use agent_box_tests::fixtures::{code, stderr};
+use agent_box_tests::{HeldLock, Sandbox};
 use serde_json::{Value, json};
 
 fn world() -> Sandbox {
@@ -387,8 +387,7 @@ fn wh08_other_refusals_leave_nothing_behind() {
         assert!(!sb.state_dir().join("lease").exists() && sb.hook_log().is_empty());
     };
     {
-        let _held =
-            registry::FileLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO, false).unwrap();
+        let _held = HeldLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO).unwrap();
         let mut vars = keyed("acme/widgets", "{}");
         vars.push(("REGISTRY_LOCK_WAIT", "1"));
         let start = Instant::now();
@@ -565,8 +564,7 @@ fn ls11_a_full_hook_log_is_trimmed_and_made_private() {
 fn ls12_a_busy_hook_log_skips_the_line_only() {
     let sb = world();
     fs::create_dir_all(sb.state_dir()).unwrap();
-    let _held =
-        registry::FileLock::acquire(&sb.state_dir().join("hook-sessions.jsonl.lock"), Duration::ZERO, false).unwrap();
+    let _held = HeldLock::acquire(&sb.state_dir().join("hook-sessions.jsonl.lock"), Duration::ZERO).unwrap();
     assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), BATCH)), 0);
     assert!(sb.hook_log().is_empty());
     assert!(sb.lease(&only_name(&sb)).is_some());

@@ -24,9 +24,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use agent_box_tests::HeldLock;
 use clap::{Args, ValueEnum};
 use rand::RngExt;
-use registry::FileLock;
 use serde_json::{Value, json};
 
 use self::facts::Facts;
@@ -104,7 +104,7 @@ pub struct Bench {
     pub root: BenchRoot,
     /// The epilogue baked (profile `epilogue`) for `root`, when a selected section needs it.
     pub baked: Option<PathBuf>,
-    _lock: FileLock,
+    _lock: HeldLock,
 }
 
 impl Bench {
@@ -213,7 +213,7 @@ fn setup(args: &BenchArgs, sections: &[Section]) -> Outcome<(Bench, Facts)> {
     let dir = target.join("bench");
     fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
     // Two bench runs at once would measure each other and share the fixed root.
-    let lock = FileLock::acquire(&dir.join(".lock"), Duration::ZERO, false)
+    let lock = HeldLock::acquire(&dir.join(".lock"), Duration::ZERO)
         .context(|| format!("another bench run holds {}", dir.join(".lock").display()))?;
     let root = BenchRoot::at(&dir.join("root"));
     let facts = Facts::gather(&dir);

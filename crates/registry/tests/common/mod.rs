@@ -82,7 +82,7 @@ pub fn fds_of_pid_on(pid: u32, path: &Path) -> usize {
 
 /// True when a fresh description of `lock` can take the flock right now.
 pub fn lock_is_free(lock: &Path) -> bool {
-    registry::FileLock::acquire(lock, Duration::ZERO, false).is_ok()
+    registry::with_file_lock(lock, Duration::ZERO, false, |_| ()).is_ok()
 }
 
 /// Runs `cmd` as uid/gid 65534 when we are root (80 I12), directly otherwise.

@@ -125,9 +125,9 @@ fn messages(world: &World, out: &mut Artefacts) {
         out.capture(&format!("session/messages/{id}.txt"), world, &inv);
     }
     reset(world);
-    let guard = world.sb.lock_registry();
+    let held = world.sb.hold_registry_lock();
     out.capture("session/messages/M17.txt", world, &add().arg("x").env("REGISTRY_LOCK_WAIT", "0"));
-    drop(guard);
+    drop(held);
     for (id, args) in [("M20", &["stop", "main"][..]), ("M33", &["ls"][..])] {
         reset(world);
         fs::write(world.sb.registry(), "not json\n").unwrap();

@@ -126,9 +126,9 @@ fn log_lines(out: &mut Artefacts) {
         for (key, value) in &case.env {
             inv = inv.env(key, value.replace("@ROOT@", &root));
         }
-        let guard = case.hold_lock.then(|| world.sb.lock_registry());
+        let held = case.hold_lock.then(|| world.sb.hold_registry_lock());
         out.capture(&format!("supervisor/log/{}.txt", case.file), &world, &inv);
-        drop(guard);
+        drop(held);
         if case.file == "seed" {
             out.document("documents/registry-after-seed.json", &world, &world.sb.registry());
         }

@@ -7,8 +7,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agent_box_tests::HeldLock;
 use lease::Lease;
-use registry::{Document, FileLock};
+use registry::Document;
 use serde_json::Value;
 
 use super::super::world::BenchRoot;
@@ -148,7 +149,7 @@ fn lock_files(root: &BenchRoot) -> [PathBuf; 4] {
 
 /// A lock dies with its process: a fresh non-blocking flock must succeed.
 fn lock_is_free(lock: &Path) -> bool {
-    FileLock::acquire(lock, Duration::ZERO, false).is_ok()
+    HeldLock::acquire(lock, Duration::ZERO).is_ok()
 }
 
 /// Lease files present but not a Valid lease, with their bytes.
@@ -188,7 +189,7 @@ mod tests {
     fn a_lock_held_elsewhere_is_not_free() {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("x.lock");
-        let held = FileLock::acquire(&lock, Duration::ZERO, false).unwrap();
+        let held = HeldLock::acquire(&lock, Duration::ZERO).unwrap();
         assert!(!lock_is_free(&lock));
         drop(held);
         assert!(lock_is_free(&lock));
@@ -198,7 +199,7 @@ mod tests {
     fn a_held_lock_is_described_and_a_transient_one_told_apart() {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("x.lock");
-        let held = FileLock::acquire(&lock, Duration::ZERO, false).unwrap();
+        let held = HeldLock::acquire(&lock, Duration::ZERO).unwrap();
         let mut checks = Checks::default();
         let text = checks.held_lock(&lock);
         assert!(text.contains(&format!("pid {}", std::process::id())) && text.contains("still held after"), "{text}");

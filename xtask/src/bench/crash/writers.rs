@@ -300,9 +300,11 @@ impl World {
 
     /// A locked read-modify-write from this process; `f` says whether it changed anything.
     pub fn edit(&self, f: impl FnOnce(&mut Document) -> Result<bool, registry::RegistryError>) -> Outcome<()> {
-        let guard = registry::lock_ignoring_inherited(&self.root.registry, LOCK_WAIT)
-            .context(|| "locking the registry".into())?;
-        registry::edit(&guard, |doc| f(doc).map(|changed| ((), changed))).context(|| "editing the registry".into())
+        registry::with_lock_ignoring_inherited(&self.root.registry, LOCK_WAIT, |guard| {
+            registry::edit(guard, |doc| f(doc).map(|changed| ((), changed)))
+        })
+        .context(|| "locking the registry".into())?
+        .context(|| "editing the registry".into())
     }
 }
 
