@@ -86,3 +86,60 @@ fn golden_check_and_bless_catch_every_kind_of_drift() {
     let again = golden::bless_rendered(&golden_dir, &dir.join("b3"), rendered.clone(), &rendered).unwrap();
     assert!(again.is_empty(), "a second bless must change nothing: {again:?}");
 }
+
+/// The stdout section of a golden command capture (`[stdout]` up to `[stderr]`).
+fn captured_stdout(text: &str) -> &str {
+    let start = text.find("[stdout]\n").map(|at| at + "[stdout]\n".len()).unwrap();
+    &text[start..text.find("[stderr]").unwrap()]
+}
+
+/// `text` parsed into `T` and written back the way the programs write `T`: equal bytes prove that the type's
+/// field order is the pinned key order, and that nothing is skipped or added.
+fn round_trips<T: serde::Serialize + serde::de::DeserializeOwned>(file: &str, text: &str, write: fn(&T) -> String) {
+    let typed: T = serde_json::from_str(text).unwrap_or_else(|e| panic!("golden/{file} is not its type: {e}"));
+    assert_eq!(write(&typed), text, "golden/{file} does not round-trip through its type");
+}
+
+fn pretty<T: serde::Serialize>(value: &T) -> String {
+    agent_box_types::pretty(value).unwrap()
+}
+
+fn line<T: serde::Serialize>(value: &T) -> String {
+    String::from_utf8(agent_box_types::line(value).unwrap()).unwrap()
+}
+
+#[test]
+fn pinned_documents_round_trip_through_their_types() {
+    use agent_box_types::{filter, hooklog, refusal, report, side};
+    let dir = golden::golden_dir();
+    let read = |file: &str| fs::read_to_string(dir.join(file)).unwrap();
+    let stdout_of = |file: &str| captured_stdout(&read(file)).to_owned();
+    round_trips::<report::LsReport>("session/ls-json.txt", &stdout_of("session/ls-json.txt"), pretty);
+    round_trips::<report::PeersReport>("session/peers-json.txt", &stdout_of("session/peers-json.txt"), pretty);
+    let capacity = stdout_of("session/capacity-json.txt");
+    round_trips::<report::CapacityReport>("session/capacity-json.txt", &capacity, pretty);
+    round_trips::<report::LeasesReport>("session/leases-json.txt", &stdout_of("session/leases-json.txt"), pretty);
+    // `<SECS>` stands for a number the render normalised; any number round-trips the same way.
+    let hook_log = read("documents/hook-log.jsonl").replace("<SECS>", "0");
+    for text in hook_log.lines().map(|l| format!("{l}\n")) {
+        if text.contains(r#""what":"spawn""#) {
+            round_trips::<hooklog::SpawnLine>("documents/hook-log.jsonl", &text, line);
+        } else {
+            round_trips::<hooklog::EndLine>("documents/hook-log.jsonl", &text, line);
+        }
+    }
+    let side_file = read("documents/side-file-first-spawn.json");
+    round_trips::<side::SideFile>("documents/side-file-first-spawn.json", &side_file, line);
+    let record = read("webhook-spawn/refusal-record.json");
+    round_trips::<refusal::RefusalRecord>("webhook-spawn/refusal-record.json", &record, pretty);
+    let mut filters = 0;
+    for entry in fs::read_dir(dir.join("webhook-spawn")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("filter-") {
+            let file = format!("webhook-spawn/{name}");
+            round_trips::<filter::FilterSeed>(&file, &read(&file), pretty);
+            filters += 1;
+        }
+    }
+    assert!(filters >= 7, "the filter seeds of golden/webhook-spawn/ ({filters})");
+}

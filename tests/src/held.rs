@@ -3,7 +3,9 @@
 //! its file, so a value owning both cannot exist; a parked section can.)
 
 use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::process::Command;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -53,6 +55,24 @@ impl HeldLock {
     /// The locked descriptor, valid in this process while the value lives (tests hand it to children).
     pub fn raw_fd(&self) -> RawFd {
         self.fd
+    }
+
+    /// Hands this lock to the child `cmd` starts the way a settings daemon hands its registry lock to the CLI
+    /// (10 RG-7.6): as descriptor 7 (without close-on-exec), named by `AGENT_BOX_REGISTRY_LOCK_FD=7`.
+    #[allow(unsafe_code)]
+    pub fn hand_to(&self, cmd: &mut Command) {
+        let fd = self.fd;
+        cmd.env("AGENT_BOX_REGISTRY_LOCK_FD", "7");
+        // SAFETY: dup2 is async-signal-safe and is all that runs between fork and exec; the descriptor stays
+        // open in this process while `self` lives, which the caller's borrow of `self` guarantees until spawn.
+        unsafe {
+            cmd.pre_exec(move || {
+                if nix::libc::dup2(fd, 7) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
     }
 }
 

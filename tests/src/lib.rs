@@ -1,10 +1,12 @@
 //! Test harness shared by the workspace's tests and by xtask (80-acceptance §1): product binaries, sandboxes
-//! with a temporary HOME and a private tmux server, fake agents, baked epilogues, slots, and deadline waits.
+//! with a temporary HOME and a private tmux server, fake agents, an in-memory fake tmux, baked epilogues, slots,
+//! held locks, and deadline waits.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod agents;
 pub mod bake;
 pub mod bins;
+pub mod fake_tmux;
 pub mod fixtures;
 pub mod golden;
 pub mod held;

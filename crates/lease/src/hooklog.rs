@@ -6,8 +6,9 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agent_box_types::hooklog::{EndLine, SpawnLine, What};
 use registry::{SessionName, paths::lock_path_of, time, with_file_lock};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::model::{EndHow, Lease};
 
@@ -68,42 +69,47 @@ impl HookLog {
     }
 
     pub fn append_spawn(&self, record: &SpawnRecord<'_>) -> Appended {
-        let mut line = Map::new();
-        line.insert("at".into(), Value::from(time::format_iso((self.clock)())));
-        line.insert("what".into(), Value::from("spawn"));
-        line.insert("name".into(), Value::from(record.name.as_str()));
-        line.insert("topic".into(), Value::from(record.topic));
-        line.insert("event".into(), Value::from(record.event));
-        line.insert("object".into(), canonical_object(record.object).map_or(Value::Null, Value::from));
-        line.insert("count".into(), record.count.map_or(Value::Null, Value::from));
-        self.append(&line)
+        let line = SpawnLine {
+            at: time::format_iso((self.clock)()),
+            what: What::Spawn,
+            name: record.name.to_string(),
+            topic: record.topic.to_owned(),
+            event: record.event.to_owned(),
+            object: canonical_object(record.object).map(str::to_owned),
+            count: record.count,
+        };
+        self.append(serde_json::to_vec(&line))
     }
 
     /// An `end` record; `lease` is the lease as read just before it was deleted or marked (LS-8.3).
     pub fn append_end(&self, name: &SessionName, how: &EndHow, lease: Option<&Lease>) -> Appended {
-        self.append(&self.end_record(name, how, lease))
+        self.append(serde_json::to_vec(&self.end_record(name, how, lease)))
     }
 
-    pub(crate) fn end_record(&self, name: &SessionName, how: &EndHow, lease: Option<&Lease>) -> Map<String, Value> {
+    pub(crate) fn end_record(&self, name: &SessionName, how: &EndHow, lease: Option<&Lease>) -> EndLine {
         let now = (self.clock)();
         let life = lease
             .and_then(Lease::claimed_at)
             .and_then(time::parse_iso)
             .map(|claimed| now - claimed)
             .filter(|secs| *secs >= 0);
-        let mut line = Map::new();
-        line.insert("at".into(), Value::from(time::format_iso(now)));
-        line.insert("what".into(), Value::from("end"));
-        line.insert("name".into(), Value::from(name.as_str()));
-        line.insert("how".into(), Value::from(how.to_string()));
-        line.insert("lifeSeconds".into(), life.map_or(Value::Null, Value::from));
-        line.insert("outcome".into(), lease.and_then(Lease::outcome_text).map_or(Value::Null, Value::from));
-        line
+        EndLine {
+            at: time::format_iso(now),
+            what: What::End,
+            name: name.to_string(),
+            how: how.to_string(),
+            life_seconds: life,
+            outcome: lease.and_then(Lease::outcome_text).map(str::to_owned),
+        }
     }
 
-    /// One locked step: newline repair, one write, mode fix, trim (LS-8.5).
-    pub(crate) fn append(&self, record: &Map<String, Value>) -> Appended {
-        match with_file_lock(&lock_path_of(&self.path), HOOK_LOG_LOCK_WAIT, false, |_| self.append_locked(record)) {
+    /// One locked step: newline repair, one write, mode fix, trim (LS-8.5). `record` is the line's JSON.
+    fn append(&self, record: serde_json::Result<Vec<u8>>) -> Appended {
+        let record = match record {
+            Ok(record) => record,
+            Err(err) => return Appended::Failed(io::Error::other(err)),
+        };
+        match with_file_lock(&lock_path_of(&self.path), HOOK_LOG_LOCK_WAIT, false, |_| self.append_locked(&record)) {
             Err(_) => Appended::Skipped,
             Ok(Ok(true)) => Appended::WrittenAndTrimmed,
             Ok(Ok(false)) => Appended::Written,
@@ -111,7 +117,7 @@ impl HookLog {
         }
     }
 
-    fn append_locked(&self, record: &Map<String, Value>) -> io::Result<bool> {
+    fn append_locked(&self, record: &[u8]) -> io::Result<bool> {
         let mut file = OpenOptions::new().read(true).append(true).create(true).mode(0o600).open(&self.path)?;
         let mut existing = Vec::new();
         file.read_to_end(&mut existing)?;
@@ -119,7 +125,7 @@ impl HookLog {
         if existing.last().is_some_and(|b| *b != b'\n') {
             line.push(b'\n');
         }
-        serde_json::to_writer(&mut line, record).map_err(io::Error::other)?;
+        line.extend_from_slice(record);
         line.push(b'\n');
         file.write_all(&line)?;
         fix_mode(&file)?;

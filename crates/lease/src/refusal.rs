@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agent_box_types::refusal::{self, RefusalRecord as Record};
 use registry::{paths::lock_path_of, time, with_file_lock};
 use serde_json::{Map, Value};
 
@@ -10,9 +11,6 @@ use crate::error::LeaseError;
 
 /// Lock bound of the refusal record (OV-5.5).
 pub const REFUSAL_LOCK_WAIT: Duration = Duration::from_secs(2);
-
-const NOTE: &str =
-    "agent-box-webhook-spawn deferred a dispatched batch (exit 75); the receiver retries it. count is cumulative.";
 
 /// `webhook-spawn-refused.json` with its `.lock` sidecar.
 #[derive(Debug, Clone)]
@@ -53,23 +51,19 @@ impl RefusalRecord {
             previous.as_ref().and_then(|p| p.get("count")).and_then(Value::as_u64).unwrap_or(0).saturating_add(1);
         let first_at =
             previous.as_ref().and_then(|p| p.get("firstAt")).and_then(Value::as_str).unwrap_or(&at).to_owned();
-        let mut doc = Map::new();
-        doc.insert("//".into(), Value::from(NOTE));
-        doc.insert("at".into(), Value::from(at.as_str()));
-        doc.insert("firstAt".into(), Value::from(first_at));
-        doc.insert("count".into(), Value::from(count));
-        doc.insert("live".into(), live.map_or(Value::Null, Value::from));
-        doc.insert("max".into(), max.map_or(Value::Null, Value::from));
-        doc.insert("deferred".into(), Value::Bool(true));
-        if !topic.is_empty() {
-            doc.insert("topic".into(), Value::from(topic));
-        }
-        if !key.is_empty() {
-            doc.insert("key".into(), Value::from(key));
-        }
-        let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| LeaseError::io(&self.path, e.into()))?;
-        bytes.push(b'\n');
-        registry::write_atomic(&self.path, &bytes).map_err(|e| LeaseError::io(&self.path, e))?;
+        let record = Record {
+            note: refusal::NOTE.to_owned(),
+            at,
+            first_at,
+            count,
+            live: live.map(|n| u64::try_from(n).unwrap_or(u64::MAX)),
+            max,
+            deferred: true,
+            topic: Some(topic.to_owned()).filter(|t| !t.is_empty()),
+            key: Some(key.to_owned()).filter(|k| !k.is_empty()),
+        };
+        let text = agent_box_types::pretty(&record).map_err(|e| LeaseError::io(&self.path, e.into()))?;
+        registry::write_atomic(&self.path, text.as_bytes()).map_err(|e| LeaseError::io(&self.path, e))?;
         Ok(count)
     }
 

@@ -6,13 +6,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rand::RngExt;
-use registry::{Document, NewEntry, RegistryLock, SessionName, exit, new_entry, new_uuid_v4};
+use registry::{Document, NewEntry, RegistryLock, SessionName, new_entry, new_uuid_v4};
+use view::Context;
 
 use crate::cli::AddArgs;
-use crate::context::Context;
-use crate::locked::{Stop, capacity_refused, read_locked, with_locked, write_locked};
+use crate::error::SessionError;
+use crate::locked::{read_locked, with_locked, write_locked};
 use crate::messages;
-use crate::out::{Out, say, say_bare};
+use crate::out::Out;
 
 /// What validation settled before the lock is taken.
 struct Validated {
@@ -23,68 +24,56 @@ struct Validated {
     cwd: Option<String>,
 }
 
-pub fn add(ctx: &Context, args: &AddArgs, out: &mut Out) -> u8 {
-    match run(ctx, args, out) {
-        Ok(code) | Err(Stop(code)) => code,
-    }
-}
-
-fn run(ctx: &Context, args: &AddArgs, out: &mut Out) -> Result<u8, Stop> {
+/// Runs `add`: validate, then name, admit and insert in one locked section; M22 on stdout.
+pub fn add(ctx: &Context, args: &AddArgs, out: &mut Out) -> Result<(), SessionError> {
     if args.agent.is_some() {
-        say(messages::AGENT_DEPRECATED);
+        out.warn(messages::AGENT_DEPRECATED);
     }
     if args.profile.is_some() {
-        return Err(refuse_stop(&messages::not_in_build("--profile", "profiles need the external profile tool")));
+        return Err(usage(messages::not_in_build("--profile", "profiles need the external profile tool")));
     }
     if args.whatsapp.is_some() {
-        return Err(refuse_stop(&messages::not_in_build("--whatsapp", "WhatsApp routing is not included")));
+        return Err(usage(messages::not_in_build("--whatsapp", "WhatsApp routing is not included")));
     }
     let valid = validate(ctx, args)?;
-    let name = with_locked(ctx, |guard| insert(ctx, guard, args, &valid))?;
+    let name = with_locked(ctx, out, |guard| insert(ctx, guard, args, &valid))?;
     out.line(&messages::added(name.as_str(), &valid.harness, args.prompt.is_some()));
-    Ok(exit::OK)
+    Ok(())
 }
 
 /// §8.1 steps 6–9 under the lock: re-read, name, admit, insert, write.
-fn insert(ctx: &Context, guard: &RegistryLock, args: &AddArgs, valid: &Validated) -> Result<SessionName, Stop> {
+fn insert(ctx: &Context, guard: &RegistryLock, args: &AddArgs, valid: &Validated) -> Result<SessionName, SessionError> {
     let mut doc = read_locked(guard)?;
     let name = match &valid.name {
-        Some(name) if doc.contains(name.as_str()) => {
-            say_bare(&messages::exists(name.as_str()));
-            return Err(Stop(exit::USAGE));
-        }
+        Some(name) if doc.contains(name.as_str()) => return Err(SessionError::Exists(name.to_string())),
         Some(name) => name.clone(),
         None => mint_name(ctx, &doc, valid)?,
     };
     if valid.harness != "shell" {
-        ctx.check_capacity(doc.sessions(), &[name.as_str()]).map_err(|e| capacity_refused(&e))?;
+        ctx.check_capacity(doc.sessions(), &[name.as_str()])?;
     }
     let entry = build_entry(args, valid);
-    doc.insert_new(&name, entry).map_err(|_| {
-        say_bare(&messages::exists(name.as_str()));
-        Stop(exit::USAGE)
-    })?;
+    doc.insert_new(&name, entry).map_err(|_| SessionError::Exists(name.to_string()))?;
     write_locked(guard, &doc)?;
     Ok(name)
 }
 
 /// §8.1 steps 1–5, in order.
-fn validate(ctx: &Context, args: &AddArgs) -> Result<Validated, Stop> {
+fn validate(ctx: &Context, args: &AddArgs) -> Result<Validated, SessionError> {
     let name = match &args.name {
-        Some(raw) => Some(SessionName::parse_new(raw).map_err(|err| {
-            say(&messages::bad_name(raw, &err));
-            Stop(exit::USAGE)
-        })?),
+        Some(raw) => {
+            Some(SessionName::parse_new(raw).map_err(|reason| SessionError::BadName { raw: raw.clone(), reason })?)
+        }
         None => None,
     };
     let remote_control = match args.remote_control.as_deref() {
         None => None,
         Some("true") => Some(true),
         Some("false") => Some(false),
-        Some(_) => return Err(refuse_stop(messages::BAD_REMOTE_CONTROL)),
+        Some(_) => return Err(usage(messages::BAD_REMOTE_CONTROL)),
     };
     if !matches!(args.origin.as_str(), "user" | "agent" | "webhook") {
-        return Err(refuse_stop(messages::BAD_ORIGIN));
+        return Err(usage(messages::BAD_ORIGIN));
     }
     let harness = harness(ctx, args)?;
     let cwd = args.cwd.as_deref().map(|cwd| canonical_cwd(ctx, cwd)).transpose()?;
@@ -98,44 +87,42 @@ fn validate(ctx: &Context, args: &AddArgs) -> Result<Validated, Stop> {
 }
 
 /// §8.1 step 4: M9, M10, M8.
-fn harness(ctx: &Context, args: &AddArgs) -> Result<String, Stop> {
-    let Some(agents) = ctx.agents.as_deref() else { return Err(refuse_stop(messages::NO_AGENTS)) };
+fn harness(ctx: &Context, args: &AddArgs) -> Result<String, SessionError> {
+    let Some(agents) = ctx.agents.as_deref() else { return Err(usage(messages::NO_AGENTS)) };
     let chosen = args.harness.clone().or_else(|| args.agent.clone()).or_else(|| ctx.default_agent.clone());
-    let Some(harness) = chosen else { return Err(refuse_stop(messages::NO_DEFAULT_AGENT)) };
+    let Some(harness) = chosen else { return Err(usage(messages::NO_DEFAULT_AGENT)) };
     if !agents.split_whitespace().any(|word| word == harness) {
-        say_bare(&messages::harness_unavailable(&harness, agents));
-        return Err(Stop(exit::USAGE));
+        return Err(SessionError::HarnessUnavailable { harness, agents: agents.to_owned() });
     }
     Ok(harness)
 }
 
 /// §8.2: absolute, physical and inside the canonical HOME.
-fn canonical_cwd(ctx: &Context, cwd: &OsStr) -> Result<String, Stop> {
+fn canonical_cwd(ctx: &Context, cwd: &OsStr) -> Result<String, SessionError> {
     let home = ctx.paths.home();
     let canonical_home = std::fs::canonicalize(home)
         .ok()
         .filter(|h| h.is_dir())
-        .ok_or_else(|| refuse_stop(&messages::home_unusable(&home.display().to_string())))?;
+        .ok_or_else(|| usage(messages::home_unusable(&home.display().to_string())))?;
     let expanded = expand(home, cwd);
     let shown = String::from_utf8_lossy(expanded.as_os_str().as_bytes()).into_owned();
     if expanded.to_str().is_none() {
-        return Err(refuse_stop(&messages::cwd_not_utf8(&shown)));
+        return Err(usage(messages::cwd_not_utf8(&shown)));
     }
-    let resolved = std::fs::canonicalize(&expanded).map_err(|_| refuse_stop(&messages::cwd_missing(&shown)))?;
+    let resolved = std::fs::canonicalize(&expanded).map_err(|_| usage(messages::cwd_missing(&shown)))?;
     if !resolved.is_dir() {
-        return Err(refuse_stop(&messages::cwd_not_dir(&shown)));
+        return Err(usage(messages::cwd_not_dir(&shown)));
     }
     let resolved_text = resolved.to_string_lossy().into_owned();
     let home_text = canonical_home.to_string_lossy().into_owned();
     if resolved != canonical_home && !resolved_text.starts_with(&format!("{home_text}/")) {
-        return Err(refuse_stop(&messages::cwd_outside_home(&shown, &resolved_text, &home_text)));
+        return Err(usage(messages::cwd_outside_home(&shown, &resolved_text, &home_text)));
     }
     Ok(resolved_text)
 }
 
-fn refuse_stop(text: &str) -> Stop {
-    say(text);
-    Stop(exit::USAGE)
+fn usage(text: impl Into<String>) -> SessionError {
+    SessionError::Usage(text.into())
 }
 
 /// `~` and `~/…` become HOME; any other relative path is joined to the current directory.
@@ -155,7 +142,7 @@ fn expand(home: &Path, cwd: &OsStr) -> PathBuf {
 }
 
 /// §8.4: the harness, then the directory's basename with `-2`…`-9`, then random suffixes.
-fn mint_name(ctx: &Context, doc: &Document, valid: &Validated) -> Result<SessionName, Stop> {
+fn mint_name(ctx: &Context, doc: &Document, valid: &Validated) -> Result<SessionName, SessionError> {
     let mintable = |candidate: &str| SessionName::parse_new(candidate).ok().filter(|n| !doc.contains(n.as_str()));
     if let Some(name) = mintable(&valid.harness) {
         return Ok(name);
@@ -179,8 +166,7 @@ fn mint_name(ctx: &Context, doc: &Document, valid: &Validated) -> Result<Session
             return Ok(name);
         }
     }
-    say(&messages::no_free_name(&valid.harness));
-    Err(Stop(exit::FAILURE))
+    Err(SessionError::NoFreeName(valid.harness.clone()))
 }
 
 /// The directory basename made name-safe (§8.4 item 2).

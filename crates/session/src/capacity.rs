@@ -4,27 +4,22 @@
 
 use std::collections::BTreeSet;
 
+use agent_box_types::report::CapacityReport;
+use agent_box_types::{VERSION, pretty};
 use registry::capacity::{Sets, sets};
 use registry::{CapacityError, ReadOutcome, Usage};
 use serde_json::{Map, Value};
+use view::Context;
 
-use crate::context::Context;
-use crate::out::{Out, say};
-use crate::view;
+use crate::error::SessionError;
+use crate::out::Out;
 
-/// Runs `capacity [--json]`; returns the exit code (75 on any policy error, with nothing on stdout).
-pub fn capacity(ctx: &Context, json: bool, out: &mut Out) -> u8 {
-    match evaluate(ctx) {
-        Ok((usage, sets)) => {
-            let text = if json { render_json(usage, &sets) } else { format!("{usage}\n") };
-            out.bytes(text.as_bytes());
-            registry::exit::OK
-        }
-        Err(err) => {
-            say(&err.to_string());
-            registry::exit::TEMPFAIL
-        }
-    }
+/// Runs `capacity [--json]`; any policy error is M19 (exit 75, nothing on stdout).
+pub fn capacity(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> {
+    let (usage, sets) = evaluate(ctx)?;
+    let text = if json { render_json(usage, &sets)? } else { format!("{usage}\n") };
+    out.bytes(text.as_bytes());
+    Ok(())
 }
 
 /// Registry, then limit, then the live probe: the first failure is the policy error (10-registry RG-11).
@@ -48,23 +43,28 @@ fn registry_sessions(ctx: &Context) -> Result<Map<String, Value>, CapacityError>
 }
 
 /// The JSON report of §12.4; every name list is sorted (byte order).
-pub fn render_json(usage: Usage, sets: &Sets) -> String {
-    let names = |set: &BTreeSet<String>| Value::Array(set.iter().cloned().map(Value::from).collect());
-    let mut doc = view::versioned();
-    doc.insert("used".into(), usage.used.into());
-    doc.insert("max".into(), usage.max.into());
-    doc.insert("free".into(), usage.max.saturating_sub(u64::try_from(usage.used).unwrap_or(u64::MAX)).into());
-    doc.insert("live".into(), names(&sets.live));
-    doc.insert("counted".into(), names(&sets.used));
-    doc.insert("died".into(), names(&sets.died));
-    view::json_document(doc)
+pub fn render_json(usage: Usage, sets: &Sets) -> Result<String, SessionError> {
+    let names = |set: &BTreeSet<String>| set.iter().cloned().collect();
+    let used = u64::try_from(usage.used).unwrap_or(u64::MAX);
+    let report = CapacityReport {
+        version: VERSION,
+        used,
+        max: usage.max,
+        free: usage.max.saturating_sub(used),
+        live: names(&sets.live),
+        counted: names(&sets.used),
+        died: names(&sets.died),
+    };
+    pretty(&report).map_err(|e| SessionError::Failed(e.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::fake::{FakeTmux, context};
+    use agent_box_tests::fake_tmux::FakeTmux;
     use tmux::TmuxError;
+
+    use crate::testing::context;
 
     fn limit_files(dir: &std::path::Path, limit: &str) -> Vec<(String, String)> {
         std::fs::write(dir.join("limit"), limit).unwrap();
@@ -77,7 +77,7 @@ mod tests {
 
     fn run(ctx: &Context, json: bool) -> (u8, String) {
         let mut out = Out::new();
-        let code = capacity(ctx, json, &mut out);
+        let code = capacity(ctx, json, &mut out).map_or_else(|e| e.exit_code(), |()| 0);
         (code, out.text())
     }
 
@@ -93,9 +93,17 @@ mod tests {
         assert_eq!(run(&ctx, false), (0, "{\"used\": 3, \"max\": 3}\n".to_owned()));
         let (code, text) = run(&ctx, true);
         assert_eq!(code, 0);
-        let expected = serde_json::json!({"version": 1, "used": 3, "max": 3, "free": 0,
-            "live": ["b", "c", "z"], "counted": ["a", "b", "z"], "died": ["c"]});
-        assert_eq!(text, view::json_document(expected.as_object().unwrap().clone()));
+        let expected = CapacityReport {
+            version: 1,
+            used: 3,
+            max: 3,
+            free: 0,
+            live: vec!["b".into(), "c".into(), "z".into()],
+            counted: vec!["a".into(), "b".into(), "z".into()],
+            died: vec!["c".into()],
+        };
+        assert_eq!(serde_json::from_str::<CapacityReport>(&text).unwrap(), expected);
+        assert_eq!(text, pretty(&expected).unwrap());
     }
 
     #[test]
@@ -107,7 +115,7 @@ mod tests {
         assert_eq!(run(&ctx, false), (75, String::new()));
         let env = limit_files(home.path(), "2");
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let broken = FakeTmux { live: Err(TmuxError::NotInstalled), ..FakeTmux::live(&[]) };
+        let broken = FakeTmux::unreachable(TmuxError::NotInstalled);
         assert_eq!(run(&context(home.path(), broken, &env), true), (75, String::new()));
         let ctx = context(home.path(), FakeTmux::live(&[]), &env);
         assert_eq!(run(&ctx, false), (0, "{\"used\": 0, \"max\": 2}\n".to_owned()));

@@ -1,80 +1,26 @@
 //! `leases [--json]` (50-session-cli §7.1–7.4): every assignment lease, unresolved and unreadable ones first.
 //! A read-only verb: takes no lock and creates nothing (a missing lease directory simply has no rows).
 
-use std::cmp::Ordering;
+use agent_box_types::report::{LeaseRow, LeasesReport};
+use agent_box_types::{VERSION, pretty};
+use serde_json::Value;
+use view::Context;
+use view::leases::{Row, rows};
+use view::read::read_registry;
+use view::text::{compact, pad, visible};
 
-use lease::{LeaseDir, LeaseState};
-use serde_json::{Map, Value};
+use crate::error::SessionError;
+use crate::ls::warn_unusable;
+use crate::out::Out;
 
-use crate::context::Context;
-use crate::out::{Out, say};
-use crate::text::visible;
-use crate::view::{self, compact, pad};
-
-/// Runs `leases [--json]`; returns the exit code (always 0, §7.4).
-pub fn leases(ctx: &Context, json: bool, out: &mut Out) -> u8 {
-    let registry = view::read_registry(&ctx.paths);
-    if let Some(warning) = &registry.warning {
-        say(warning);
-    }
-    let mut rows: Vec<Row> = LeaseDir::new(ctx.paths.lease_dir())
-        .list()
-        .into_iter()
-        .filter_map(|(name, state)| Row::new(name.as_str(), state, registry.lists(name.as_str())))
-        .collect();
-    rows.sort_by(order);
-    let text = if json { render_json(&rows) } else { render_text(&rows) };
+/// Runs `leases [--json]`; every problem is a warning (§7.4).
+pub fn leases(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> {
+    let registry = read_registry(&ctx.paths);
+    warn_unusable(ctx, &registry, out);
+    let rows = rows(&ctx.paths, &registry);
+    let text = if json { render_json(&rows)? } else { render_text(&rows) };
     out.bytes(text.as_bytes());
-    0
-}
-
-/// One lease file: its document when it parsed as one, `None` when unreadable.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    pub name: String,
-    pub lease: Option<Map<String, Value>>,
-    pub listed: bool,
-}
-
-impl Row {
-    /// `None` for a file that vanished between listing and reading.
-    pub fn new(name: &str, state: LeaseState, listed: bool) -> Option<Self> {
-        let lease = match state {
-            LeaseState::Absent => return None,
-            LeaseState::Unreadable => None,
-            LeaseState::Present(lease) => Some(lease.raw().clone()),
-        };
-        Some(Self { name: name.to_owned(), lease, listed })
-    }
-
-    fn field(&self, key: &str) -> Option<&Value> {
-        self.lease.as_ref()?.get(key).filter(|v| !v.is_null())
-    }
-
-    /// First group: an outcome is set, or the file cannot be read (§7.2).
-    fn needs_attention(&self) -> bool {
-        self.lease.is_none() || self.field("outcome").is_some()
-    }
-
-    /// Unresolved per §3.13: the outcome is a non-empty string.
-    pub fn unresolved(&self) -> bool {
-        self.field("outcome").and_then(Value::as_str).is_some_and(|o| !o.is_empty())
-    }
-
-    fn claimed_at(&self) -> Option<&str> {
-        self.field("claimedAt").and_then(Value::as_str)
-    }
-}
-
-/// Unresolved and unreadable first, then open; by `claimedAt` text (missing last), then by name.
-pub fn order(a: &Row, b: &Row) -> Ordering {
-    let by_claim = match (a.claimed_at(), b.claimed_at()) {
-        (Some(x), Some(y)) => x.cmp(y),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => Ordering::Equal,
-    };
-    b.needs_attention().cmp(&a.needs_attention()).then(by_claim).then_with(|| a.name.cmp(&b.name))
+    Ok(())
 }
 
 /// A text cell: `-` for absent, null or empty, compact JSON for a value that is not a string.
@@ -127,30 +73,33 @@ pub fn render_text(rows: &[Row]) -> String {
 }
 
 /// The JSON report of §12.5; fields carry the file's raw values (a non-string `gen` reads as null, LS-2.2).
-pub fn render_json(rows: &[Row]) -> String {
-    let mut doc = view::versioned();
-    doc.insert("leases".into(), Value::Array(rows.iter().map(json_row).collect()));
-    view::json_document(doc)
+pub fn render_json(rows: &[Row]) -> Result<String, SessionError> {
+    let report = LeasesReport { version: VERSION, leases: rows.iter().map(json_row).collect() };
+    pretty(&report).map_err(|e| SessionError::Failed(e.to_string()))
 }
 
-fn json_row(row: &Row) -> Value {
+fn json_row(row: &Row) -> LeaseRow {
     let raw = |key: &str| row.field(key).cloned().unwrap_or(Value::Null);
-    let mut map = Map::new();
-    map.insert("name".into(), row.name.clone().into());
-    map.insert("readable".into(), row.lease.is_some().into());
-    for key in ["topic", "object", "claimedAt", "outcome", "endedAt", "lastSeenAt"] {
-        map.insert(key.into(), raw(key));
+    LeaseRow {
+        name: row.name.clone(),
+        readable: row.lease.is_some(),
+        topic: raw("topic"),
+        object: raw("object"),
+        claimed_at: raw("claimedAt"),
+        outcome: raw("outcome"),
+        ended_at: raw("endedAt"),
+        last_seen_at: raw("lastSeenAt"),
+        lease_gen: row.field("gen").and_then(Value::as_str).map(str::to_owned),
+        listed: row.listed,
+        unresolved: row.unresolved(),
     }
-    map.insert("gen".into(), row.field("gen").filter(|g| g.is_string()).cloned().unwrap_or(Value::Null));
-    map.insert("listed".into(), row.listed.into());
-    map.insert("unresolved".into(), row.unresolved().into());
-    Value::Object(map)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use view::leases::order;
 
     fn row(name: &str, lease: Option<Value>) -> Row {
         Row { name: name.into(), lease: lease.map(|v| v.as_object().unwrap().clone()), listed: false }
@@ -194,17 +143,9 @@ hook-acme-api-0b1e       open       2026-11-29T11:20:00Z -                    20
     }
 
     #[test]
-    fn unreadable_files_join_the_first_group_and_missing_claims_sort_last() {
-        let mut rows = vec![
-            row("open-b", Some(json!({"claimedAt": "2026-01-01T00:00:00Z"}))),
-            row("open-a", Some(json!({}))),
-            row("open-c", Some(json!({"claimedAt": "2025-01-01T00:00:00Z"}))),
-            row("broken", None),
-            row("odd", Some(json!({"outcome": 5, "claimedAt": "2027-01-01T00:00:00Z"}))),
-        ];
-        rows.sort_by(order);
-        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["odd", "broken", "open-c", "open-b", "open-a"]);
+    fn unreadable_and_odd_rows_in_text() {
+        let rows =
+            vec![row("odd", Some(json!({"outcome": 5, "claimedAt": "2027-01-01T00:00:00Z"}))), row("broken", None)];
         let text = render_text(&rows);
         assert!(text.contains("\nbroken                   unreadable -"), "{text}");
         assert!(text.contains("\nodd                      5          2027"), "{text}");
@@ -215,7 +156,7 @@ hook-acme-api-0b1e       open       2026-11-29T11:20:00Z -                    20
     fn json_carries_raw_values_and_nulls() {
         let mut rows = vec![row("x", Some(json!({"outcome": "died:1\u{1b}[2J", "gen": 3}))), row("u", None)];
         rows[0].listed = true;
-        let text = render_json(&rows);
+        let text = render_json(&rows).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let first = value["leases"][0].as_object().unwrap();
         let keys: Vec<&String> = first.keys().collect();

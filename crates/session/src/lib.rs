@@ -1,11 +1,11 @@
-//! agent-box-session as a library: the verbs of the operator CLI (50-session-cli). The `peers` report is also
-//! called in-process by agent-box-webhook-spawn.
+//! agent-box-session as a library: the verbs of the operator CLI (50-session-cli) over the read-only views of
+//! crate `view`. A verb collects what it has to say in an [`out::Out`] and fails with a [`SessionError`] that
+//! knows its exit code and message; only `main` writes to stdout and stderr.
 
 pub mod add;
 pub mod capacity;
-pub mod claims;
 pub mod cli;
-pub mod context;
+pub mod error;
 pub mod leases;
 mod locked;
 pub mod log;
@@ -16,15 +16,25 @@ pub mod peers;
 pub mod restart;
 pub mod rm;
 pub mod stop;
-pub mod text;
-pub mod view;
 
 use cli::Verb;
-use context::Context;
+pub use error::SessionError;
 use out::Out;
+use view::Context;
 
-/// Runs one verb; results go to `out`, messages to stderr; returns the exit code.
-pub fn run(ctx: &Context, verb: &Verb, out: &mut Out) -> u8 {
+/// The refusal of a hidden verb of §2.6 (M37), checked before the configuration.
+pub fn out_of_scope(verb: &Verb) -> Option<SessionError> {
+    let refusal = match verb {
+        Verb::Env(_) => messages::not_in_build("env", "the env store is not included"),
+        Verb::Whatsapp(_) => messages::not_in_build("whatsapp", "WhatsApp routing is not included"),
+        Verb::Profile(_) => messages::not_in_build("profile", "profiles need the external profile tool"),
+        _ => return None,
+    };
+    Some(SessionError::Usage(refusal))
+}
+
+/// Runs one verb; its results and warnings go to `out`.
+pub fn run(ctx: &Context, verb: &Verb, out: &mut Out) -> Result<(), SessionError> {
     match verb {
         Verb::Ls(flag) => ls::ls(ctx, flag.json, out),
         Verb::Peers(flag) => peers::peers(ctx, flag.json, out),
@@ -35,6 +45,20 @@ pub fn run(ctx: &Context, verb: &Verb, out: &mut Out) -> u8 {
         Verb::Rm(arg) => rm::rm(ctx, &arg.name, out),
         Verb::Stop(arg) => stop::stop(ctx, &arg.name, out),
         Verb::Restart(args) => restart::restart(ctx, args.name.as_deref(), out),
-        Verb::Env(_) | Verb::Whatsapp(_) | Verb::Profile(_) => registry::exit::USAGE,
+        Verb::Env(_) | Verb::Whatsapp(_) | Verb::Profile(_) => out_of_scope(verb).map_or(Ok(()), Err),
+    }
+}
+
+/// A context over the harness's fake tmux for the unit tests of this crate.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::Path;
+
+    use agent_box_tests::fake_tmux::{FakeTmux, fake_env};
+    use view::Context;
+
+    /// A context for HOME `home` (user `agent`) whose tmux is `tmux`; `extra` adds environment variables.
+    pub fn context(home: &Path, tmux: FakeTmux, extra: &[(&str, &str)]) -> Context {
+        Context::from_lookup(fake_env(home, extra)).unwrap().with_tmux(Box::new(tmux))
     }
 }

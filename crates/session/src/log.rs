@@ -3,12 +3,12 @@
 
 use lease::{HookLog, LogLine};
 use serde_json::Value;
+use view::Context;
+use view::text::{compact, visible};
 
-use crate::context::Context;
+use crate::error::SessionError;
 use crate::messages;
-use crate::out::{Out, say};
-use crate::text::visible;
-use crate::view::compact;
+use crate::out::Out;
 
 /// Records shown when `-n` is not given.
 pub const DEFAULT_COUNT: usize = 20;
@@ -16,24 +16,19 @@ pub const DEFAULT_COUNT: usize = 20;
 /// Characters of an unrecognised line that are shown.
 const RAW_LIMIT: usize = 200;
 
-/// Runs `log`; `count` is the raw `-n` value; returns the exit code (2 for a bad `-n`).
-pub fn log(ctx: &Context, count: Option<&str>, out: &mut Out) -> u8 {
+/// Runs `log`; `count` is the raw `-n` value (M36, exit 2, when it is not a count). An unreadable log is a
+/// warning.
+pub fn log(ctx: &Context, count: Option<&str>, out: &mut Out) -> Result<(), SessionError> {
     let count = match count {
         None => DEFAULT_COUNT,
-        Some(text) => match parse_count(text) {
-            Some(n) => n,
-            None => {
-                say(&messages::bad_count(text));
-                return registry::exit::USAGE;
-            }
-        },
+        Some(text) => parse_count(text).ok_or_else(|| SessionError::Usage(messages::bad_count(text)))?,
     };
     let log = HookLog::new(ctx.paths.hook_log());
     match log.tail(count) {
         Ok(lines) => lines.iter().for_each(|line| out.line(&render(line))),
-        Err(err) => say(&format!("cannot read {} ({err})", log.path().display())),
+        Err(err) => out.warn(format!("cannot read {} ({err})", log.path().display())),
     }
-    registry::exit::OK
+    Ok(())
 }
 
 /// `-n`: ASCII digits only, fitting a u32, at least 1.

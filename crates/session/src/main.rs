@@ -1,14 +1,19 @@
-//! `agent-box-session`: the operator CLI (50-session-cli). Parses, checks the configuration, runs one verb,
-//! and maps everything to the four exit codes 0, 1, 2 and 75.
+//! `agent-box-session`: the operator CLI (50-session-cli). Parses, checks the configuration, runs one verb, and
+//! is the only place that prints: the verb's warnings and error on stderr, its results on stdout, and one of the
+//! four exit codes 0, 1, 2 and 75.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
 use registry::exit;
-use session::cli::{Cli, Verb};
-use session::context::Context;
-use session::messages;
-use session::out::{Flushed, Out, say};
+use session::SessionError;
+use session::cli::Cli;
+use session::out::{Line, Out};
+use view::Context;
+
+/// The prefix of every stderr line that is not kept bare (§14).
+const PREFIX: &str = "agent-box-session: ";
 
 fn main() -> ExitCode {
     registry::lock::protect_inherited_lock_fd();
@@ -19,31 +24,42 @@ fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { exit::USAGE } else { exit::OK });
         }
     };
-    if let Some(refusal) = out_of_scope(&cli.verb) {
-        say(&refusal);
-        return ExitCode::from(exit::USAGE);
+    if let Some(refused) = session::out_of_scope(&cli.verb) {
+        return finish(Out::new(), Err(refused));
     }
     let ctx = match Context::from_env() {
         Ok(ctx) => ctx,
-        Err(problem) => {
-            say(&problem.0);
-            return ExitCode::from(exit::USAGE);
-        }
+        Err(problem) => return finish(Out::new(), Err(SessionError::Usage(problem.0))),
     };
     let mut out = Out::new();
-    let code = session::run(&ctx, &cli.verb, &mut out);
-    match out.flush() {
-        Flushed::Ok | Flushed::Closed => ExitCode::from(code),
-        Flushed::Failed => ExitCode::from(exit::FAILURE),
+    let result = session::run(&ctx, &cli.verb, &mut out);
+    finish(out, result)
+}
+
+/// Prints the warnings, then the error, then the results (§3.9: a closed stdout ends quietly with the exit code
+/// the verb chose; any other write error means exit 1).
+fn finish(out: Out, result: Result<(), SessionError>) -> ExitCode {
+    for line in out.notes() {
+        print_line(line);
+    }
+    let code = match &result {
+        Ok(()) => exit::OK,
+        Err(err) => {
+            err.lines().iter().for_each(print_line);
+            err.exit_code()
+        }
+    };
+    let mut stdout = io::stdout().lock();
+    match stdout.write_all(out.stdout()).and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::from(code),
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(code),
+        Err(_) => ExitCode::from(exit::FAILURE),
     }
 }
 
-/// The hidden verbs of §2.6.
-fn out_of_scope(verb: &Verb) -> Option<String> {
-    match verb {
-        Verb::Env(_) => Some(messages::not_in_build("env", "the env store is not included")),
-        Verb::Whatsapp(_) => Some(messages::not_in_build("whatsapp", "WhatsApp routing is not included")),
-        Verb::Profile(_) => Some(messages::not_in_build("profile", "profiles need the external profile tool")),
-        _ => None,
+fn print_line(line: &Line) {
+    match line {
+        Line::Prefixed(text) => eprintln!("{PREFIX}{text}"),
+        Line::Bare(text) => eprintln!("{text}"),
     }
 }

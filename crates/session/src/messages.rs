@@ -2,7 +2,7 @@
 
 use registry::NameError;
 
-use crate::text::echoed_name;
+use view::text::echoed_name;
 
 /// M1, M2 or M3 for a name that failed the charset or creation check.
 pub fn bad_name(name: &str, err: &NameError) -> String {

@@ -1,22 +1,20 @@
-//! Writing results to stdout (50-session-cli §3.9): a closed stdout ends the program quietly with the exit code it
-//! would have had; any other write error means exit 1.
+//! What a verb has to say, collected in order for `main` to print (50-session-cli §3.9): the results for stdout
+//! and the warning lines for stderr. Verbs never write to either stream themselves.
 
-use std::io::{self, Write};
-
-/// Buffered stdout that remembers how writing went.
-#[derive(Debug, Default)]
-pub struct Out {
-    buffer: Vec<u8>,
+/// One stderr line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// Printed after the program prefix `agent-box-session: `.
+    Prefixed(String),
+    /// Printed exactly as given (the messages kept without prefix, §14).
+    Bare(String),
 }
 
-/// What happened when the output was flushed.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Flushed {
-    Ok,
-    /// The reader went away (EPIPE): exit quietly with the intended code.
-    Closed,
-    /// Another write error: exit 1.
-    Failed,
+/// A verb's stdout bytes and stderr lines, in the order the verb produced them.
+#[derive(Debug, Default)]
+pub struct Out {
+    stdout: Vec<u8>,
+    notes: Vec<Line>,
 }
 
 impl Out {
@@ -24,37 +22,34 @@ impl Out {
         Self::default()
     }
 
+    /// One stdout line.
     pub fn line(&mut self, text: &str) {
-        self.buffer.extend_from_slice(text.as_bytes());
-        self.buffer.push(b'\n');
+        self.stdout.extend_from_slice(text.as_bytes());
+        self.stdout.push(b'\n');
     }
 
+    /// Stdout bytes as they are.
     pub fn bytes(&mut self, bytes: &[u8]) {
-        self.buffer.extend_from_slice(bytes);
+        self.stdout.extend_from_slice(bytes);
     }
 
-    /// The text written so far (tests).
+    /// A warning on stderr, after the program prefix.
+    pub fn warn(&mut self, text: impl Into<String>) {
+        self.notes.push(Line::Prefixed(text.into()));
+    }
+
+    /// The stdout bytes so far.
+    pub fn stdout(&self) -> &[u8] {
+        &self.stdout
+    }
+
+    /// The stdout text so far (tests).
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.buffer).into_owned()
+        String::from_utf8_lossy(&self.stdout).into_owned()
     }
 
-    /// Writes everything to stdout.
-    pub fn flush(self) -> Flushed {
-        let mut stdout = io::stdout().lock();
-        match stdout.write_all(&self.buffer).and_then(|()| stdout.flush()) {
-            Ok(()) => Flushed::Ok,
-            Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Flushed::Closed,
-            Err(_) => Flushed::Failed,
-        }
+    /// The stderr lines so far.
+    pub fn notes(&self) -> &[Line] {
+        &self.notes
     }
-}
-
-/// Prints one message line on stderr with the program prefix.
-pub fn say(text: &str) {
-    eprintln!("agent-box-session: {text}");
-}
-
-/// Prints one stderr line exactly as given (the messages kept without prefix, 50-session-cli §14).
-pub fn say_bare(text: &str) {
-    eprintln!("{text}");
 }

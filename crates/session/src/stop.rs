@@ -1,27 +1,22 @@
 //! `stop NAME` (50-session-cli §10): flag first, then kill, so the supervisor's post-spawn check sees the flag.
 
-use registry::exit;
 use serde_json::Value;
+use view::{Context, KillResult};
 
-use crate::context::{Context, KillResult};
-use crate::locked::{Stop, checked_name, read_locked, with_locked, write_locked};
+use crate::error::{KillFailure, SessionError};
+use crate::locked::{checked_name, read_locked, with_locked, write_locked};
 use crate::messages;
-use crate::out::{Out, say, say_bare};
+use crate::out::Out;
 
-pub fn stop(ctx: &Context, name: &str, out: &mut Out) -> u8 {
-    match run(ctx, name, out) {
-        Ok(code) | Err(Stop(code)) => code,
-    }
-}
-
-fn run(ctx: &Context, raw: &str, out: &mut Out) -> Result<u8, Stop> {
+/// Runs `stop NAME`; M26 or M27 on stdout.
+pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
     let name = checked_name(raw)?;
     if !ctx.paths.registry().exists() {
-        return no_such(raw);
+        return Err(SessionError::NoSuchSession(raw.to_owned()));
     }
-    let ephemeral = with_locked(ctx, |guard| {
+    let ephemeral = with_locked(ctx, out, |guard| {
         let mut doc = read_locked(guard)?;
-        let Some(mut entry) = doc.entry_mut(&name) else { return no_such(raw).map(|_| false) };
+        let Some(mut entry) = doc.entry_mut(&name) else { return Err(SessionError::NoSuchSession(raw.to_owned())) };
         let ephemeral = entry.view().ephemeral();
         if entry.set("stopped", Value::Bool(true)) {
             write_locked(guard, &doc)?;
@@ -29,14 +24,8 @@ fn run(ctx: &Context, raw: &str, out: &mut Out) -> Result<u8, Stop> {
         Ok(ephemeral)
     })?;
     if let KillResult::Failed(reason) = ctx.kill(&name) {
-        say(&messages::kill_failed(raw, &reason));
-        return Ok(exit::FAILURE);
+        return Err(SessionError::KillFailed(vec![KillFailure { name: raw.to_owned(), reason }]));
     }
     out.line(&if ephemeral { messages::stopped_ephemeral(raw) } else { messages::stopped(raw) });
-    Ok(exit::OK)
-}
-
-fn no_such(raw: &str) -> Result<u8, Stop> {
-    say_bare(&messages::no_such_session(raw));
-    Err(Stop(exit::USAGE))
+    Ok(())
 }

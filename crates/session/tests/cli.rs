@@ -4,7 +4,6 @@
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -260,28 +259,21 @@ fn rg04_every_edit_replaces_the_registry_never_the_lock() {
 }
 
 #[test]
-fn rg05_an_inherited_lock_is_adopted() {
+fn rg05_an_inherited_lock_is_adopted_and_still_held_by_the_parent_after_the_child_exits() {
     let mut sb = Sandbox::new();
-    sb.set_env("AGENT_BOX_REGISTRY_LOCK_FD", "7");
     sb.set_env("REGISTRY_LOCK_WAIT", "2");
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
-    let lock = sb.registry().with_extension("json.lock");
-    let held = HeldLock::acquire(&lock, Duration::ZERO).unwrap();
-    let fd = held.raw_fd();
+    let held = sb.hold_registry_lock();
     let mut cmd = sb.cmd("agent-box-session");
     cmd.args(["add", "x"]);
-    unsafe {
-        cmd.pre_exec(move || {
-            if nix::libc::dup2(fd, 7) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    held.hand_to(&mut cmd);
     let out = cmd.output().unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(HeldLock::acquire(&lock, Duration::ZERO).is_err(), "the test still holds the lock");
+    assert!(sb.read_registry().contains("x"), "the child wrote under the parent's lock");
+    let other = HeldLock::acquire(&sb.registry_lock_file(), Duration::from_millis(200));
+    assert!(other.is_err(), "the child exited and the parent still holds the lock");
     drop(held);
+    assert!(HeldLock::acquire(&sb.registry_lock_file(), Duration::ZERO).is_ok(), "released by the parent only");
 }
 
 #[test]

@@ -257,7 +257,7 @@ fn h11_a_decoy_tmux_environment_is_never_contacted() {
     pane(&sb, "main");
     pane(&sb, "other");
     // A decoy "server": listening sockets where a call that honoured TMUX_TMPDIR or TMUX would connect.
-    let uid = nix::unistd::getuid();
+    let uid = std::os::unix::fs::MetadataExt::uid(&fs::metadata(sb.root()).unwrap());
     let decoy_dir = sb.root().join("decoy");
     let sockets = decoy_dir.join(format!("tmux-{uid}"));
     fs::create_dir_all(&sockets).unwrap();

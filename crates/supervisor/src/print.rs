@@ -9,7 +9,7 @@ use registry::{ReadOutcome, SessionName, read};
 
 use crate::config::Config;
 use crate::launch::{GenArg, PrepareError, command_line, prepare, render_script};
-use crate::side::SideFile;
+use crate::side::{SideFile, SideFileIo};
 
 /// Why the dry run printed nothing.
 #[derive(Debug)]

@@ -2,55 +2,44 @@
 
 use std::path::Path;
 
+pub use agent_box_types::side::SideFile;
 use registry::{is_uuid, write_atomic};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// `{"launchSessionId":…,"leaseGen":…,"backoffUntil":…,"quickExits":N}`, every key optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SideFile {
-    /// Only a UUID-shaped id counts (SUP-11.2).
-    pub launch_id: Option<String>,
-    pub lease_gen: Option<String>,
-    pub backoff_until: Option<String>,
-    pub quick_exits: Option<u64>,
+/// Reading and writing the side file. The document type lives in `agent_box_types`; reading stays key by key, so
+/// a bad value of one key (an id that is no UUID) loses that key only.
+pub trait SideFileIo: Sized {
+    /// Reads a side file; missing or unparseable files say nothing.
+    fn read(path: &Path) -> Self;
+    /// The side file of `bytes`; only a UUID-shaped id counts (SUP-11.2).
+    fn parse(bytes: &[u8]) -> Self;
+    /// Compact, one line, keys in the documented order, absent values left out.
+    fn to_bytes(&self) -> Vec<u8>;
+    /// Writes the file with the atomic helper, creating the side directory (0700) when missing.
+    fn write(&self, path: &Path) -> std::io::Result<()>;
 }
 
-impl SideFile {
-    /// Reads a side file; missing or unparseable files say nothing.
-    pub fn read(path: &Path) -> Self {
+impl SideFileIo for SideFile {
+    fn read(path: &Path) -> Self {
         std::fs::read(path).ok().map(|bytes| Self::parse(&bytes)).unwrap_or_default()
     }
 
-    pub fn parse(bytes: &[u8]) -> Self {
+    fn parse(bytes: &[u8]) -> Self {
         let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(bytes) else { return Self::default() };
         let uuid = |key: &str| map.get(key).and_then(Value::as_str).filter(|s| is_uuid(s)).map(str::to_owned);
         Self {
-            launch_id: uuid("launchSessionId"),
+            launch_session_id: uuid("launchSessionId"),
             lease_gen: uuid("leaseGen"),
             backoff_until: map.get("backoffUntil").and_then(Value::as_str).map(str::to_owned),
             quick_exits: map.get("quickExits").and_then(Value::as_u64),
         }
     }
 
-    /// Compact, one line, keys in the documented order.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut map = Map::new();
-        let mut put = |key: &str, value: Option<Value>| {
-            if let Some(value) = value {
-                map.insert(key.to_owned(), value);
-            }
-        };
-        put("launchSessionId", self.launch_id.clone().map(Value::from));
-        put("leaseGen", self.lease_gen.clone().map(Value::from));
-        put("backoffUntil", self.backoff_until.clone().map(Value::from));
-        put("quickExits", self.quick_exits.map(Value::from));
-        let mut bytes = serde_json::to_vec(&map).unwrap_or_default();
-        bytes.push(b'\n');
-        bytes
+    fn to_bytes(&self) -> Vec<u8> {
+        agent_box_types::line(self).unwrap_or_default()
     }
 
-    /// Writes the file with the atomic helper, creating the side directory (0700) when missing.
-    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+    fn write(&self, path: &Path) -> std::io::Result<()> {
         registry::ensure_private_dir(registry::atomic::parent_dir(path))?;
         write_atomic(path, &self.to_bytes()).map(drop)
     }
@@ -66,10 +55,13 @@ mod tests {
         let side = SideFile::parse(
             format!(r#"{{"launchSessionId":"{good}","x":1,"leaseGen":"nope","quickExits":3}}"#).as_bytes(),
         );
-        assert_eq!(side.launch_id.as_deref(), Some(good));
+        assert_eq!(side.launch_session_id.as_deref(), Some(good));
         assert_eq!(side.lease_gen, None);
         assert_eq!(side.quick_exits, Some(3));
-        assert_eq!(SideFile::parse(br#"{"launchSessionId":"0B6F3C0E-6A51-4B8E-9A3E-2F7D1C4E5A90"}"#).launch_id, None);
+        assert_eq!(
+            SideFile::parse(br#"{"launchSessionId":"0B6F3C0E-6A51-4B8E-9A3E-2F7D1C4E5A90"}"#).launch_session_id,
+            None
+        );
         assert_eq!(SideFile::parse(b"garbage"), SideFile::default());
         assert_eq!(SideFile::read(Path::new("/nonexistent/x.json")), SideFile::default());
     }
@@ -77,7 +69,7 @@ mod tests {
     #[test]
     fn writes_compact_keys_in_order() {
         let side = SideFile {
-            launch_id: Some("a".into()),
+            launch_session_id: Some("a".into()),
             lease_gen: Some("b".into()),
             backoff_until: Some("2026-11-29T14:03:11Z".into()),
             quick_exits: Some(2),
@@ -86,7 +78,7 @@ mod tests {
             side.to_bytes(),
             b"{\"launchSessionId\":\"a\",\"leaseGen\":\"b\",\"backoffUntil\":\"2026-11-29T14:03:11Z\",\"quickExits\":2}\n"
         );
-        let plain = SideFile { launch_id: Some("a".into()), ..SideFile::default() };
+        let plain = SideFile { launch_session_id: Some("a".into()), ..SideFile::default() };
         assert_eq!(plain.to_bytes(), b"{\"launchSessionId\":\"a\"}\n");
     }
 }

@@ -12,7 +12,7 @@ use tmux::{NewSession, TmuxError};
 
 use crate::backoff::Backoff;
 use crate::launch::{GenArg, HarnessKind, PrepareError, Prepared, prepare, render_script, tmux_command};
-use crate::side::SideFile;
+use crate::side::{SideFile, SideFileIo};
 use crate::supervisor::{Supervisor, Tick};
 
 impl Supervisor {
@@ -188,8 +188,12 @@ impl Supervisor {
             self.log.line(&format!("'{name}' was removed or stopped while it was starting; killed the new pane"));
             return;
         }
-        let recorded =
-            SideFile { launch_id: Some(prepared.bid.clone()), lease_gen, backoff_until: None, quick_exits: None };
+        let recorded = SideFile {
+            launch_session_id: Some(prepared.bid.clone()),
+            lease_gen,
+            backoff_until: None,
+            quick_exits: None,
+        };
         if recorded != *side {
             self.record_side_file(name, &recorded);
         }

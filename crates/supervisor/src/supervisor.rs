@@ -11,7 +11,7 @@ use crate::backoff::{Absence, Backoff};
 use crate::config::Config;
 use crate::decide::{Action, Seen, decide, needs_launch_state};
 use crate::log::{Latch, Log, NameLatches};
-use crate::side::SideFile;
+use crate::side::{SideFile, SideFileIo};
 
 /// How long after a quarantine this process pauses lease sweeps (SUP-10.2).
 pub const QUARANTINE_SWEEP_PAUSE_SECS: i64 = 3600;
@@ -247,7 +247,7 @@ impl Supervisor {
                 }
                 _ => SideFile::default(),
             };
-            let launched = side.launch_id.is_some() || entry.is_some_and(|e| e.has_run());
+            let launched = side.launch_session_id.is_some() || entry.is_some_and(|e| e.has_run());
             let seen = Seen { key_valid: name.is_some(), entry, pane_present, launched };
             let (Some(name), Some(entry)) = (name, entry) else {
                 self.note_unusable_key(key, seen.key_valid);

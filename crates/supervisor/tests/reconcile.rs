@@ -2,88 +2,15 @@
 //! lock refusal that skips every later locked section, and the unlocked admission pre-check.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::cell::RefCell;
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::rc::Rc;
 
-use registry::SessionName;
+use agent_box_tests::fake_tmux::FakeTmux;
 use supervisor::Supervisor;
 use supervisor::config::Config;
 use supervisor::log::Log;
-use tmux::{Killed, NewSession, TmuxApi, TmuxError};
-
-/// What the fake server holds and what it was asked.
-#[derive(Default)]
-struct FakeState {
-    live: BTreeSet<String>,
-    calls: Vec<String>,
-    /// Runs inside `new_session`, while the supervisor holds the registry lock.
-    during_new: Option<Box<dyn Fn()>>,
-}
-
-#[derive(Clone, Default)]
-struct FakeTmux(Rc<RefCell<FakeState>>);
-
-impl FakeTmux {
-    fn calls(&self, verb: &str) -> usize {
-        self.0.borrow().calls.iter().filter(|c| c.starts_with(verb)).count()
-    }
-}
-
-impl TmuxApi for FakeTmux {
-    fn ensure_server_and_list(&self) -> Result<Vec<String>, TmuxError> {
-        let mut state = self.0.borrow_mut();
-        state.calls.push("ensure".into());
-        Ok(state.live.iter().cloned().collect())
-    }
-    fn list_sessions(&self) -> Result<Vec<String>, TmuxError> {
-        let mut state = self.0.borrow_mut();
-        state.calls.push("list".into());
-        Ok(state.live.iter().cloned().collect())
-    }
-    fn has_session(&self, name: &SessionName) -> Result<bool, TmuxError> {
-        Ok(self.0.borrow().live.contains(name.as_str()))
-    }
-    fn new_session(&self, request: &NewSession) -> Result<(), TmuxError> {
-        if let Some(hook) = self.0.borrow().during_new.as_ref() {
-            hook();
-        }
-        let mut state = self.0.borrow_mut();
-        state.calls.push(format!("new {}", request.name));
-        state.live.insert(request.name.to_string());
-        Ok(())
-    }
-    fn kill_session(&self, name: &SessionName) -> Result<Killed, TmuxError> {
-        let mut state = self.0.borrow_mut();
-        state.calls.push(format!("kill {name}"));
-        Ok(if state.live.remove(name.as_str()) { Killed::Yes } else { Killed::AlreadyGone })
-    }
-    fn display(&self, _: &SessionName, _: &str) -> Result<String, TmuxError> {
-        Ok(String::new())
-    }
-    fn current_session(&self, _: Option<&str>) -> Result<String, TmuxError> {
-        Err(TmuxError::NoSuchSession)
-    }
-    fn set_global_option(&self, _: &str, _: &str) -> Result<(), TmuxError> {
-        Ok(())
-    }
-    fn show_global_option(&self, _: &str) -> Result<Option<String>, TmuxError> {
-        Ok(None)
-    }
-    fn version(&self) -> Result<Option<(u32, u32)>, TmuxError> {
-        Ok(Some((3, 3)))
-    }
-    fn kill_server(&self) -> Result<(), TmuxError> {
-        Ok(())
-    }
-    fn socket_path(&self) -> PathBuf {
-        PathBuf::from("/nonexistent")
-    }
-}
 
 struct World {
     dir: tempfile::TempDir,
@@ -159,7 +86,7 @@ impl Drop for OtherHolder {
 fn sup_7_1_post_check_kills_our_own_spawn_when_the_key_went_away() {
     let world = World::new(r#"{"version":1,"sessions":{"z":{"agent":"tool"}}}"#);
     let registry = world.registry();
-    world.fake.0.borrow_mut().during_new = Some(Box::new(move || {
+    world.fake.state().during_new = Some(Box::new(move || {
         // An old writer that bypasses the lock renames a copy without `z` into place.
         let staged = registry.with_extension("staged");
         fs::write(&staged, r#"{"version":1,"sessions":{}}"#).unwrap();
@@ -195,7 +122,7 @@ fn sup_7_2_a_lock_refusal_skips_every_later_locked_section() {
 fn sup_6_2_a_refused_pre_check_logs_one_l5_and_skips_preparation() {
     let world = World::new(r#"{"version":1,"sessions":{"a":{"agent":"tool"},"b":{"agent":"nope"}}}"#);
     world.set_limit("1");
-    world.fake.0.borrow_mut().live.insert("a".into());
+    world.fake.state().live.push("a".into());
     let mut supervisor = world.supervisor();
     for _ in 0..3 {
         supervisor.tick();
@@ -208,11 +135,11 @@ fn sup_6_2_a_refused_pre_check_logs_one_l5_and_skips_preparation() {
 #[test]
 fn sup_4_1_an_idle_tick_asks_tmux_once_and_writes_nothing() {
     let world = World::new(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
-    world.fake.0.borrow_mut().live.insert("a".into());
+    world.fake.state().live.push("a".into());
     let before = fs::metadata(world.registry()).unwrap().modified().unwrap();
     let mut supervisor = world.supervisor();
     supervisor.tick();
     supervisor.tick();
-    assert_eq!(world.fake.0.borrow().calls, ["ensure", "ensure"]);
+    assert_eq!(world.fake.state().calls, ["ensure", "ensure"]);
     assert_eq!(fs::metadata(world.registry()).unwrap().modified().unwrap(), before);
 }

@@ -1,7 +1,8 @@
-//! The claim seed (60-webhook-spawn §6): META's fields, the predicate in the receiver's language, the note, and
-//! the filter document that makes the dispatcher route matching events to this session.
+//! The claim seed (60-webhook-spawn §6): META's fields, the predicate in the receiver's language and the note of
+//! the filter document (`agent_box_types::filter::FilterSeed`) that makes the dispatcher route matching events to
+//! this session.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::prose::prose;
 
@@ -114,30 +115,6 @@ pub fn note(meta: Option<&Meta>, key: &str, own: &str, env_event: &str) -> Strin
     format!(
         "seeded at spawn: started for {key}{what}; this session claims the repository's CI outcomes on TOPIC BRANCHES (never the default branch or a tag)"
     )
-}
-
-const FILTER_NOTE: &str = "Seeded by agent-box-webhook-spawn when it started this session: the claim below stops standing watches from starting a second session for the same work. The session may change or replace this file.";
-
-/// The filter document of §6.1 (`stamp` is the `YYYY-MM-DDTHH:MM:SS.000Z` instant of both times).
-pub fn filter_document(own: &str, note: &str, include: Option<Value>, stamp: &str) -> Vec<u8> {
-    let mut topic = Map::new();
-    topic.insert("topic".into(), Value::from(own));
-    topic.insert("note".into(), Value::from(note));
-    if let Some(include) = include {
-        topic.insert("include".into(), include);
-    }
-    topic.insert("ignoreSenders".into(), json!(["@self"]));
-    topic.insert("renewOnEvent".into(), Value::Bool(true));
-    topic.insert("subscribedAt".into(), Value::from(stamp));
-    topic.insert("lastActivityAt".into(), Value::from(stamp));
-    let mut doc = Map::new();
-    doc.insert("//".into(), Value::from(FILTER_NOTE));
-    doc.insert("enabled".into(), Value::Bool(true));
-    doc.insert("ttlHours".into(), Value::from(2));
-    doc.insert("topics".into(), Value::Array(vec![Value::Object(topic)]));
-    let mut bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
 }
 
 #[cfg(test)]

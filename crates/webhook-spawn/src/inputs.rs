@@ -7,7 +7,8 @@ use std::os::unix::ffi::OsStrExt;
 
 use serde_json::Value;
 
-use crate::messages::{self, say};
+use crate::messages;
+use crate::out::Out;
 use crate::prose::prose;
 
 /// Kept of stdin at most (§3.5).
@@ -107,20 +108,20 @@ pub fn harness(default_agent: Option<&str>, agents: Option<&str>) -> Result<Stri
 }
 
 /// W5 and W6 (§3.4): profiles are reported as ignored and never fail a spawn.
-pub fn report_profiles(config: Option<&str>, env_profile: Option<&str>, harness: &str) {
+pub fn report_profiles(config: Option<&str>, env_profile: Option<&str>, harness: &str, out: &mut Out) {
     if let Some(raw) = config.filter(|c| !c.is_empty()) {
         let parsed = (raw.len() <= JSON_LIMIT).then(|| serde_json::from_str::<Value>(raw).ok()).flatten();
         match parsed {
             Some(Value::Object(map)) => {
                 if let Some(profile) = map.get("profile").and_then(Value::as_str).filter(|p| !p.is_empty()) {
-                    say(&messages::profile_ignored(&prose(profile, 1000), "the watch's spawnConfig", harness));
+                    out.warn(messages::profile_ignored(&prose(profile, 1000), "the watch's spawnConfig", harness));
                 }
             }
-            _ => say(messages::CONFIG_UNUSABLE),
+            _ => out.warn(messages::CONFIG_UNUSABLE),
         }
     }
     if let Some(profile) = env_profile.filter(|p| !p.is_empty()) {
-        say(&messages::profile_ignored(&prose(profile, 1000), "AGENT_BOX_HOOK_PROFILE", harness));
+        out.warn(messages::profile_ignored(&prose(profile, 1000), "AGENT_BOX_HOOK_PROFILE", harness));
     }
 }
 

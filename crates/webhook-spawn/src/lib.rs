@@ -1,5 +1,7 @@
 //! agent-box-webhook-spawn as a library (60-webhook-spawn): one dispatched event batch becomes one ephemeral
-//! `hook-*` session with its claim filter, lease and hook-log line, all in one registry-lock section.
+//! `hook-*` session with its claim filter, lease and hook-log line, all in one registry-lock section. It reads the
+//! box through crate `view` (the context, the peers report) like the session CLI does; a spawn collects what it
+//! has to say in an [`out::Out`] and fails with an [`error::SpawnError`], and only `main` prints.
 //!
 //! Choices where the specification is silent or disagrees with itself:
 //! - The refusal record carries `live`/`max` only for a capacity refusal and null for every other cause, as
@@ -7,9 +9,11 @@
 //! - An empty `LOCAL_WEBHOOK_SPAWN_KEY` reads like an unset one: the name uses `event`, no claim, no W15.
 
 pub mod claim;
+pub mod error;
 pub mod inputs;
 pub mod messages;
 pub mod name;
+pub mod out;
 pub mod preamble;
 pub mod prompt;
 pub mod prose;

@@ -1,10 +1,8 @@
-//! The messages of 60-webhook-spawn §11, in one place; every stderr line carries the program prefix.
+//! The messages of 60-webhook-spawn §11, in one place; `main` prints every stderr line after the program prefix.
 
 pub const PREFIX: &str = "agent-box-webhook-spawn: ";
-
-pub fn say(text: &str) {
-    eprintln!("{PREFIX}{text}");
-}
+pub const RESOLVED_PROFILE: &str =
+    "'--resolved-profile' is not part of this build (profiles need the external profile tool)";
 
 pub fn key_too_long(key: &str) -> String {
     format!("event key '{key}' does not fit a session name (at most 150 characters)")

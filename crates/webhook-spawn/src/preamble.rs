@@ -6,24 +6,26 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::error::SpawnError;
 use crate::inputs::extra_args;
+use crate::messages;
 use crate::prompt::{Parts, assign_sentence, render};
 use crate::prose::prose;
 
 /// Dispatch files larger than this are not read.
 const DISPATCH_LIMIT: u64 = 1024 * 1024;
 
-/// The rendered text, or the W10 line when HOME is unusable.
+/// The rendered text, or W10 (exit 2) when HOME is unusable.
 pub fn preamble(
     env: &impl Fn(&str) -> Option<OsString>,
     topic: &str,
     note: &str,
     watch: &str,
-) -> Result<String, String> {
+) -> Result<String, SpawnError> {
     let text = |k: &str| env(k).map(|v| v.to_string_lossy().into_owned()).filter(|v| !v.is_empty());
     let home = text("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
     let Some(home) = home else {
-        return Err(format!("HOME must be an absolute path (it is '{}')", text("HOME").unwrap_or_default()));
+        return Err(SpawnError::Usage(messages::not_absolute("HOME", &text("HOME").unwrap_or_default())));
     };
     let state_dir =
         text("LOCAL_WEBHOOK_STATE_DIR").map(PathBuf::from).unwrap_or_else(|| home.join(".local/state/local-webhook"));

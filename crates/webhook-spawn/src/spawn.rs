@@ -4,15 +4,18 @@
 use std::ffi::OsString;
 use std::io::Read;
 
+use agent_box_types::filter::{FilterSeed, SeededTopic};
 use lease::{HookLog, LeaseDir, RefusalRecord, SpawnRecord};
 use registry::store::{read_for_write, write_document};
-use registry::{CapacityError, NewEntry, RegistryError, RegistryLock, SessionName, exit, new_entry, new_uuid_v4};
-use session::context::Context;
+use registry::{CapacityError, NewEntry, RegistryError, RegistryLock, SessionName, new_entry, new_uuid_v4};
+use view::Context;
 
-use crate::claim::{Meta, filter_document, note, parse_meta, predicate};
+use crate::claim::{Meta, note, parse_meta, predicate};
+use crate::error::SpawnError;
 use crate::inputs::{Batch, extra_args, harness, read_batch, report_profiles, seed_problem};
-use crate::messages::{self, say};
+use crate::messages;
 use crate::name::{mint, sanitised, too_long};
+use crate::out::Out;
 use crate::prompt::{
     Parts, assign_sentence, assignment_armed, bounded_batch, bounded_peers, peers_unavailable, render,
 };
@@ -41,78 +44,71 @@ impl Refusal {
     }
 }
 
-/// Runs spawn mode; the exit code of §8.1.
-pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read) -> u8 {
-    let ctx = match Context::from_lookup(env) {
-        Ok(ctx) => ctx,
-        Err(problem) => return usage(&problem.0),
-    };
-    let plan = match plan(&ctx, env, stdin) {
+/// Why planning stopped before the lock.
+enum Stop {
+    Usage(String),
+    Refused(Refusal),
+}
+
+/// Runs spawn mode (§4): `Ok` when the batch is done, an entry added (its line in `out`) or the batch empty.
+pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read, out: &mut Out) -> Result<(), SpawnError> {
+    let ctx = Context::from_lookup(env).map_err(|problem| SpawnError::Usage(problem.0))?;
+    let plan = match plan(&ctx, env, stdin, out) {
         Ok(Some(plan)) => plan,
-        Ok(None) => return exit::OK,
-        Err(Ok(code)) => return code,
-        Err(Err(refusal)) => return defer(&ctx, env, refusal),
+        Ok(None) => return Ok(()),
+        Err(Stop::Usage(text)) => return Err(SpawnError::Usage(text)),
+        Err(Stop::Refused(refusal)) => return Err(defer(&ctx, env, refusal)),
     };
-    let added = registry::with_lock(&ctx.paths, ctx.lock_wait, |guard| critical_section(&ctx, guard, &plan))
+    let added = registry::with_lock(&ctx.paths, ctx.lock_wait, |guard| critical_section(&ctx, guard, &plan, out))
         .map_err(|e| Refusal::because(e.to_string()))
         .and_then(|added| added);
     match added {
         Ok(name) => {
             if too_long(&sanitised(&plan.batch.key)) {
-                say(&messages::called_instead(name.as_str()));
+                out.warn(messages::called_instead(name.as_str()));
             }
-            // The entry is written: a closed stdout must not turn an accepted batch into a dropped one.
-            let line = format!("{}\n", messages::added(name.as_str(), &plan.harness));
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), line.as_bytes());
-            exit::OK
+            out.added(messages::added(name.as_str(), &plan.harness));
+            Ok(())
         }
-        Err(refusal) => defer(&ctx, env, refusal),
+        Err(refusal) => Err(defer(&ctx, env, refusal)),
     }
 }
 
-fn usage(text: &str) -> u8 {
-    say(text);
-    exit::USAGE
-}
-
-/// Steps 1–5: configuration, batch, claim inputs, peers. `Ok(None)` = empty batch; `Err(Ok(code))` = exit now.
+/// Steps 1–5: configuration, batch, claim inputs, peers. `Ok(None)` = empty batch.
 fn plan(
     ctx: &Context,
     env: &impl Fn(&str) -> Option<OsString>,
     stdin: &mut impl Read,
-) -> Result<Option<Plan>, Result<u8, Refusal>> {
+    out: &mut Out,
+) -> Result<Option<Plan>, Stop> {
     let text = |k: &str| env(k).map(|v| v.to_string_lossy().into_owned());
     let harness = harness(text("AGENT_BOX_DEFAULT_AGENT").as_deref(), text("AGENT_BOX_AGENTS").as_deref())
-        .map_err(|message| Ok(usage(&message)))?;
+        .map_err(Stop::Usage)?;
     let (args, args_ok) = extra_args(text("AGENT_BOX_HOOK_SESSION_ARGS").as_deref());
     if !args_ok {
-        say(messages::ARGS_UNUSABLE);
+        out.warn(messages::ARGS_UNUSABLE);
     }
     let batch = Batch::from_env(env);
-    report_profiles(batch.config.as_deref(), text("AGENT_BOX_HOOK_PROFILE").as_deref(), &harness);
-    let Some(batch_text) =
-        read_batch(stdin).map_err(|e| Err(Refusal::because(messages::stdin_failed(&e.to_string()))))?
-    else {
+    report_profiles(batch.config.as_deref(), text("AGENT_BOX_HOOK_PROFILE").as_deref(), &harness, out);
+    let read = read_batch(stdin).map_err(|e| Stop::Refused(Refusal::because(messages::stdin_failed(&e.to_string()))));
+    let Some(batch_text) = read? else {
         return Ok(None);
     };
-    let seed = match seed_problem(
-        &batch,
-        env("LOCAL_WEBHOOK_SPAWN_KEY").is_some(),
-        env("LOCAL_WEBHOOK_SPAWN_SOURCE").is_some(),
-    ) {
+    let key_set = env("LOCAL_WEBHOOK_SPAWN_KEY").is_some();
+    let seed = match seed_problem(&batch, key_set, env("LOCAL_WEBHOOK_SPAWN_SOURCE").is_some()) {
         Ok(()) => true,
         Err(why) => {
             if let Some(why) = why {
-                say(&messages::unclaimable(&why));
+                out.warn(messages::unclaimable(&why));
             }
             false
         }
     };
     let meta = parse_meta(batch.meta.as_deref());
     if meta.is_none() {
-        say(messages::META_UNUSABLE);
+        out.warn(messages::META_UNUSABLE);
     }
-    let peers = match session::peers::report_text(ctx, None) {
+    let peers = match view::peers::report_text(ctx, None) {
         Ok(report) => bounded_peers(&report),
         Err(reason) => peers_unavailable(&reason),
     };
@@ -120,7 +116,7 @@ fn plan(
 }
 
 /// Steps 7–14 under `guard`; the name of the added session, or why the batch waits.
-fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan) -> Result<SessionName, Refusal> {
+fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan, out: &mut Out) -> Result<SessionName, Refusal> {
     let mut doc = read_for_write(guard.registry()).map_err(|e| {
         let registry = guard.registry().display().to_string();
         Refusal::because(match e {
@@ -133,11 +129,11 @@ fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan) -> Result<
     let name = mint(&clean, |n| doc.contains(n))
         .ok_or_else(|| Refusal::because(messages::no_free_name(&plan.batch.key_prose())))?;
     if too_long(&clean) {
-        say(&messages::key_too_long(&plan.batch.key_prose()));
+        out.warn(messages::key_too_long(&plan.batch.key_prose()));
     }
     admit(ctx, &doc, &name)?;
     let filter = ctx.paths.filter_file(&name);
-    let seeded = plan.seed && write_filter(&filter, plan);
+    let seeded = plan.seed && write_filter(&filter, plan, out);
     let prompt = prompt(plan, &name, seeded);
     let entry = build_entry(plan, &prompt);
     let written = doc.insert_new(&name, entry).and_then(|()| write_document(guard, &doc));
@@ -155,7 +151,7 @@ fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan) -> Result<
         )));
     }
     if plan.seed {
-        record_assignment(ctx, &name, plan);
+        record_assignment(ctx, &name, plan, out);
     }
     Ok(name)
 }
@@ -171,17 +167,28 @@ fn admit(ctx: &Context, doc: &registry::Document, name: &SessionName) -> Result<
     }
 }
 
-/// Step 10: the claim filter; false (after W7) when it could not be written.
-fn write_filter(path: &std::path::Path, plan: &Plan) -> bool {
-    let own = plan.batch.own();
+/// Step 10: the claim filter (§6.1); false (after W7) when it could not be written.
+fn write_filter(path: &std::path::Path, plan: &Plan, out: &mut Out) -> bool {
     let own_prose = format!("{}:{}", plan.batch.source, plan.batch.key_prose());
-    let note = note(plan.meta.as_ref(), &plan.batch.key_prose(), &own_prose, &prose(&plan.batch.event, 64));
     let stamp = registry::time::format_iso_millis(registry::time::now_epoch());
-    let bytes = filter_document(&own, &note, predicate(plan.meta.as_ref()), &stamp);
-    match registry::write_atomic(path, &bytes) {
+    let topic = SeededTopic {
+        topic: plan.batch.own(),
+        note: note(plan.meta.as_ref(), &plan.batch.key_prose(), &own_prose, &prose(&plan.batch.event, 64)),
+        include: predicate(plan.meta.as_ref()),
+        ignore_senders: vec!["@self".to_owned()],
+        renew_on_event: true,
+        subscribed_at: stamp.clone(),
+        last_activity_at: stamp,
+    };
+    let seed =
+        FilterSeed { note: agent_box_types::filter::NOTE.to_owned(), enabled: true, ttl_hours: 2, topics: vec![topic] };
+    let written = agent_box_types::pretty(&seed)
+        .map_err(std::io::Error::other)
+        .and_then(|text| registry::write_atomic(path, text.as_bytes()));
+    match written {
         Ok(_) => true,
         Err(err) => {
-            say(&messages::filter_failed(&path.display().to_string(), &err.to_string()));
+            out.warn(messages::filter_failed(&path.display().to_string(), &err.to_string()));
             false
         }
     }
@@ -223,27 +230,25 @@ fn build_entry(plan: &Plan, prompt: &str) -> serde_json::Map<String, serde_json:
 }
 
 /// Steps 13–14: the lease, then the spawn line; both best effort (W8; a busy log lock skips the line).
-fn record_assignment(ctx: &Context, name: &SessionName, plan: &Plan) {
+fn record_assignment(ctx: &Context, name: &SessionName, plan: &Plan, out: &mut Out) {
     let log = HookLog::new(ctx.paths.hook_log());
     let own = plan.batch.own();
     let object = plan.meta.as_ref().and_then(|m| m.number).map(|n| n.to_string());
     if let Err(err) = LeaseDir::new(ctx.paths.lease_dir()).create(name, &own, object.as_deref(), Some(&log)) {
-        say(&messages::lease_failed(name.as_str(), &err.to_string()));
+        out.warn(messages::lease_failed(name.as_str(), &err.to_string()));
     }
     let record =
         SpawnRecord { name, topic: &own, event: &plan.batch.event, object: object.as_deref(), count: plan.batch.count };
     let _ = log.append_spawn(&record);
 }
 
-/// §8.4: the cause, the refusal record, W9, exit 75.
-fn defer(ctx: &Context, env: &impl Fn(&str) -> Option<OsString>, refusal: Refusal) -> u8 {
-    say(&refusal.cause);
+/// §8.4: the refusal record, then the deferral (its cause, W19 when the record failed, W9; exit 75).
+fn defer(ctx: &Context, env: &impl Fn(&str) -> Option<OsString>, refusal: Refusal) -> SpawnError {
     let text = |k: &str| env(k).map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
     let record = RefusalRecord::new(ctx.paths.refusal_record());
     let (live, max) = refusal.counts.map_or((None, None), |(used, max)| (Some(used), Some(max)));
-    if let Err(err) = record.bump(live, max, &text("LOCAL_WEBHOOK_SPAWN_TOPIC"), &text("LOCAL_WEBHOOK_SPAWN_KEY")) {
-        say(&messages::record_failed(&record.path().display().to_string(), &err.to_string()));
-    }
-    say(messages::DEFERRED);
-    exit::TEMPFAIL
+    let bumped = record.bump(live, max, &text("LOCAL_WEBHOOK_SPAWN_TOPIC"), &text("LOCAL_WEBHOOK_SPAWN_KEY"));
+    let record_failed =
+        bumped.err().map(|err| messages::record_failed(&record.path().display().to_string(), &err.to_string()));
+    SpawnError::Deferred { cause: refusal.cause, record_failed }
 }

@@ -647,14 +647,10 @@ fn wh14_a_deferred_batch_retried_three_times_then_accepted_once() {
 
 #[test]
 fn wh15_the_prompt_carries_the_peers_report() {
-    use tmux::{NewSession, TmuxApi};
     let sb = world();
     sb.write_registry(r#"{"version":1,"sessions":{"main":{"agent":"tool"},"helper":{"agent":"codex","workingDirectory":"/home/agent/src"}}}"#);
     for name in ["main", "helper"] {
-        let argv = vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()];
-        let request =
-            NewSession { name: registry::SessionName::parse(name).unwrap(), cwd: sb.home().into(), env: vec![], argv };
-        sb.tmux().new_session(&request).unwrap();
+        agent_box_tests::fixtures::pane(&sb, name);
         let filter = json!({"enabled": true, "topics": [{"topic": format!("github:acme/{name}"), "include": {"any": []}, "note": "busy\twith it"}]});
         fs::write(filter_dir(&sb).join(format!("filter.agent-{name}.json")), filter.to_string()).unwrap();
     }

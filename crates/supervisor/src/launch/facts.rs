@@ -26,7 +26,7 @@ pub struct Facts {
 
 /// Gathers the facts for a harness of `kind`.
 pub fn gather(config: &Config, entry: Entry<'_>, side: &SideFile, kind: HarnessKind) -> Facts {
-    let launched = side.launch_id.is_some() || entry.has_run();
+    let launched = side.launch_session_id.is_some() || entry.has_run();
     let bid = launch_id(entry, side);
     let (cwd, cwd_fallback) = working_directory(config.paths.home(), entry);
     let mut facts = Facts {
@@ -52,7 +52,7 @@ pub fn gather(config: &Config, entry: Entry<'_>, side: &SideFile, kind: HarnessK
 
 /// SUP-11.2: side file, else a UUID-shaped `boxSessionId`, else fresh.
 fn launch_id(entry: Entry<'_>, side: &SideFile) -> String {
-    side.launch_id.clone().or_else(|| entry.box_session_id().map(str::to_owned)).unwrap_or_else(new_uuid_v4)
+    side.launch_session_id.clone().or_else(|| entry.box_session_id().map(str::to_owned)).unwrap_or_else(new_uuid_v4)
 }
 
 /// The cwd, and the raw `workingDirectory` when it had to be replaced by `$HOME`.

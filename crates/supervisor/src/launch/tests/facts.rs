@@ -7,7 +7,7 @@ use crate::launch::{HarnessKind, SpawnKind};
 use registry::is_uuid;
 
 fn side(id: &str) -> SideFile {
-    SideFile { launch_id: Some(id.to_owned()), ..SideFile::default() }
+    SideFile { launch_session_id: Some(id.to_owned()), ..SideFile::default() }
 }
 
 #[test]

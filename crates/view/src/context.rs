@@ -1,5 +1,6 @@
-//! What every verb needs, resolved from the environment before anything else (50-session-cli §3.4): per-user
-//! paths, the lock bound, the tmux adapter, and the few variables verbs read themselves.
+//! What every verb of both front ends needs, resolved from the environment before anything else (50-session-cli
+//! §3.4, 60-webhook-spawn §3.1): per-user paths, the lock bound, the tmux adapter, and the few variables verbs read
+//! themselves.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -83,6 +84,12 @@ impl Context {
             webhook_session: text("LOCAL_WEBHOOK_SESSION"),
             paths,
         })
+    }
+
+    /// The same context over another tmux (tests put a fake here).
+    pub fn with_tmux(mut self, tmux: Box<dyn TmuxApi>) -> Self {
+        self.tmux = tmux;
+        self
     }
 
     /// The live set (§3.6): `Ok` (no server = nothing live) or the "unavailable" reason.

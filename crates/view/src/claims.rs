@@ -1,74 +1,37 @@
-//! What a session claims, read from its webhook filter file (50-session-cli §5.4) for the `peers` report. The
-//! file is read only for a name that passed the charset check (§3.5), without a lock, and never created.
+//! What a session claims, read from its webhook filter file (50-session-cli §5.4) for the `peers` report, and its
+//! claim lines. The file is read only for a name that passed the charset check (§3.5), without a lock, and never
+//! created. The model is the report's own type, [`agent_box_types::report::Claims`].
 
+pub use agent_box_types::report::{Claims, FilterStatus, Topic};
 use registry::{Paths, SessionName};
 use serde_json::{Map, Value};
 
 use crate::text::{folded_note, visible};
 
-/// How the filter file was found (`claims.filter` in JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterState {
-    Ok,
-    /// Absent, 0 bytes, or the name cannot have one.
-    Missing,
-    /// Unreadable, not JSON, or not an object.
-    Unreadable,
-}
-
-impl FilterState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Missing => "missing",
-            Self::Unreadable => "unreadable",
-        }
-    }
-}
-
-/// One object entry of `.topics`: raw topic, whether it is a claim, and the note already folded and cut.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Topic {
-    pub topic: Option<String>,
-    pub claim: bool,
-    pub note: Option<String>,
-}
-
-/// A session's claims as its filter file states them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claims {
-    pub filter: FilterState,
-    /// False for a missing or unreadable filter and for `.enabled == false`.
-    pub enabled: bool,
-    /// Empty unless enabled: a disabled filter claims nothing and listens to nothing.
-    pub topics: Vec<Topic>,
-}
-
-impl Claims {
-    fn without(filter: FilterState) -> Self {
-        Self { filter, enabled: false, topics: Vec::new() }
-    }
+/// Claims of a filter that says nothing: missing, unreadable.
+fn without(filter: FilterStatus) -> Claims {
+    Claims { filter, enabled: false, topics: Vec::new() }
 }
 
 /// Reads the claims of live session `name`.
 pub fn read(paths: &Paths, name: &str) -> Claims {
-    let Ok(name) = SessionName::parse(name) else { return Claims::without(FilterState::Missing) };
+    let Ok(name) = SessionName::parse(name) else { return without(FilterStatus::Missing) };
     match std::fs::read(paths.filter_file(&name)) {
-        Ok(bytes) if bytes.is_empty() => Claims::without(FilterState::Missing),
+        Ok(bytes) if bytes.is_empty() => without(FilterStatus::Missing),
         Ok(bytes) => parse(&bytes),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Claims::without(FilterState::Missing),
-        Err(_) => Claims::without(FilterState::Unreadable),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => without(FilterStatus::Missing),
+        Err(_) => without(FilterStatus::Unreadable),
     }
 }
 
 /// The claims of a non-empty filter file's bytes.
 pub fn parse(bytes: &[u8]) -> Claims {
     let Ok(Value::Object(filter)) = serde_json::from_slice::<Value>(bytes) else {
-        return Claims::without(FilterState::Unreadable);
+        return without(FilterStatus::Unreadable);
     };
     let enabled = filter.get("enabled") != Some(&Value::Bool(false));
     let topics = if enabled { topics_of(&filter) } else { Vec::new() };
-    Claims { filter: FilterState::Ok, enabled, topics }
+    Claims { filter: FilterStatus::Ok, enabled, topics }
 }
 
 fn topics_of(filter: &Map<String, Value>) -> Vec<Topic> {
@@ -86,13 +49,13 @@ fn topic_of(entry: &Map<String, Value>) -> Topic {
 pub fn lines(claims: &Claims) -> Vec<String> {
     let nothing = |why: &str| vec![format!("claims nothing — {why}")];
     match (claims.filter, claims.enabled) {
-        (FilterState::Missing, _) => {
+        (FilterStatus::Missing, _) => {
             nothing("no subscription file, so an event on its work spawns a session beside it")
         }
-        (FilterState::Unreadable, _) => nothing("its filter file is unreadable"),
-        (FilterState::Ok, false) => nothing("its subscriptions are switched off"),
-        (FilterState::Ok, true) if claims.topics.is_empty() => nothing("subscribed to no topic"),
-        (FilterState::Ok, true) => claims.topics.iter().map(topic_line).collect(),
+        (FilterStatus::Unreadable, _) => nothing("its filter file is unreadable"),
+        (FilterStatus::Ok, false) => nothing("its subscriptions are switched off"),
+        (FilterStatus::Ok, true) if claims.topics.is_empty() => nothing("subscribed to no topic"),
+        (FilterStatus::Ok, true) => claims.topics.iter().map(topic_line).collect(),
     }
 }
 
@@ -107,26 +70,6 @@ fn topic_line(topic: &Topic) -> String {
         Some(note) => format!("{head} — note: \"{note}\""),
         None => head,
     }
-}
-
-/// `claims` as §12.3 shapes it.
-pub fn to_json(claims: &Claims) -> Value {
-    let topics = claims
-        .topics
-        .iter()
-        .map(|t| {
-            let mut map = Map::new();
-            map.insert("topic".into(), t.topic.clone().map_or(Value::Null, Value::from));
-            map.insert("claim".into(), t.claim.into());
-            map.insert("note".into(), t.note.clone().map_or(Value::Null, Value::from));
-            Value::Object(map)
-        })
-        .collect();
-    let mut map = Map::new();
-    map.insert("filter".into(), claims.filter.as_str().into());
-    map.insert("enabled".into(), claims.enabled.into());
-    map.insert("topics".into(), Value::Array(topics));
-    Value::Object(map)
 }
 
 #[cfg(test)]
@@ -147,7 +90,7 @@ mod tests {
             assert_eq!(lines_of(none), ["claims nothing — subscribed to no topic"], "{none}");
         }
         assert_eq!(
-            lines(&Claims::without(FilterState::Missing)),
+            lines(&without(FilterStatus::Missing)),
             ["claims nothing — no subscription file, so an event on its work spawns a session beside it"]
         );
     }
@@ -176,10 +119,8 @@ mod tests {
         let claims = parse(filter.as_bytes());
         assert_eq!(claims.topics[0].note.as_ref().map(String::len), Some(200));
         assert!(lines(&claims)[0].starts_with("CLAIMS t? — note: \"nnn"));
-        let json = to_json(&claims);
-        assert_eq!(json["topics"][0]["topic"], "t\u{1b}", "JSON carries the raw topic");
-        assert_eq!(json["filter"], "ok");
-        assert_eq!(json["enabled"], true);
+        assert_eq!(claims.topics[0].topic.as_deref(), Some("t\u{1b}"), "the model carries the raw topic");
+        assert_eq!((claims.filter, claims.enabled), (FilterStatus::Ok, true));
     }
 
     #[test]
@@ -189,8 +130,8 @@ mod tests {
         std::fs::create_dir_all(paths.webhook_state_dir().join("filter.agent-x")).unwrap();
         std::fs::write(paths.webhook_state_dir().join("filter.agent-x/y.json"), r#"{"topics":[{"topic":"leak"}]}"#)
             .unwrap();
-        assert_eq!(read(&paths, "x/y"), Claims::without(FilterState::Missing));
+        assert_eq!(read(&paths, "x/y"), without(FilterStatus::Missing));
         std::fs::write(paths.webhook_state_dir().join("filter.agent-e.json"), "").unwrap();
-        assert_eq!(read(&paths, "e"), Claims::without(FilterState::Missing), "0 bytes reads as absent");
+        assert_eq!(read(&paths, "e"), without(FilterStatus::Missing), "0 bytes reads as absent");
     }
 }

@@ -1,0 +1,42 @@
+//! The lines of the hook log `hook-sessions.jsonl` (20-lease LS-8): one compact JSON object per line, a `spawn`
+//! when webhook-spawn starts a hook session and an `end` when one ends.
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of a line (`what`), second after `at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum What {
+    Spawn,
+    End,
+}
+
+/// A `spawn` line, written only by webhook-spawn (LS-8.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnLine {
+    pub at: String,
+    /// Always [`What::Spawn`].
+    pub what: What,
+    pub name: String,
+    pub topic: String,
+    pub event: String,
+    /// The issue or PR number: digits only, else null.
+    pub object: Option<String>,
+    pub count: Option<u64>,
+}
+
+/// An `end` line (LS-8.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndLine {
+    pub at: String,
+    /// Always [`What::End`].
+    pub what: What,
+    pub name: String,
+    /// `exited`, `died:N`, `rm`, `reaped`, `swept`, …
+    pub how: String,
+    /// Seconds since the lease's `claimedAt`; null without a lease or with a claim in the future.
+    pub life_seconds: Option<i64>,
+    /// The lease's outcome at the end.
+    pub outcome: Option<String>,
+}

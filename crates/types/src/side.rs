@@ -1,0 +1,22 @@
+//! The supervisor's side file `session/<name>.json` (30-supervisor §11): one compact line; a key is present only
+//! when it has a value.
+
+use serde::{Deserialize, Serialize};
+
+/// What the supervisor remembers about a session's launch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SideFile {
+    /// The `AGENT_BOX_SESSION_ID` of the pane the supervisor started (a UUID).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub launch_session_id: Option<String>,
+    /// The lease gen the pane was started with.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub lease_gen: Option<String>,
+    /// The end of a crash-loop backoff, `YYYY-MM-DDTHH:MM:SSZ`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub backoff_until: Option<String>,
+    /// Quick exits in a row.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub quick_exits: Option<u64>,
+}

@@ -1,0 +1,116 @@
+//! The `ls` listing as a model (50-session-cli §4): every registry entry in file order, then the unmanaged live
+//! names, each with the state the operator needs. Rows hold raw values; the session CLI renders them.
+
+use agent_box_types::report::SessionState;
+use registry::{Document, Entry};
+use serde_json::Value;
+
+use crate::context::Context;
+use crate::read::{self, Backoff};
+
+/// One row of the listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub name: String,
+    pub listed: bool,
+    pub state: SessionState,
+    pub harness: Option<String>,
+    pub stopped: bool,
+    pub died: Option<Value>,
+    pub ephemeral: bool,
+    pub origin: Option<String>,
+    pub working_directory: Option<String>,
+    pub unresolved: Option<String>,
+    pub backoff: Option<Backoff>,
+}
+
+/// The rows of a registry `doc` and a live set `live` (tmux order) at time `now`.
+pub fn rows(ctx: &Context, doc: &Document, live: &[String], now: i64) -> Vec<Row> {
+    let is_live = |name: &str| live.iter().any(|l| l == name);
+    let mut rows: Vec<Row> =
+        doc.names().map(|name| listed_row(ctx, doc.entry(name), name, is_live(name), now)).collect();
+    rows.extend(live.iter().filter(|name| !doc.contains(name)).map(|name| unmanaged_row(name)));
+    rows
+}
+
+fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, now: i64) -> Row {
+    let stopped = entry.is_some_and(|e| e.stopped());
+    let died = entry.and_then(|e| e.died()).cloned();
+    let state = listed_state(stopped, died.is_some(), live);
+    let backoff = if state == SessionState::Starting { read::backoff(&ctx.paths, name, now) } else { None };
+    Row {
+        name: name.to_owned(),
+        listed: true,
+        state,
+        harness: entry.and_then(|e| e.agent()).map(str::to_owned),
+        stopped,
+        died,
+        ephemeral: entry.is_some_and(|e| e.ephemeral()),
+        origin: entry.and_then(|e| e.origin()).map(str::to_owned),
+        working_directory: entry.and_then(|e| e.get("workingDirectory")).and_then(Value::as_str).map(str::to_owned),
+        unresolved: read::unresolved_outcome(&ctx.paths, name),
+        backoff,
+    }
+}
+
+/// §4.3: a live pane decides between `live` and `died`; otherwise the intent decides.
+pub fn listed_state(stopped: bool, died: bool, live: bool) -> SessionState {
+    match (live, died, stopped) {
+        (true, true, _) => SessionState::Died,
+        (true, false, _) => SessionState::Live,
+        (false, _, true) => SessionState::Stopped,
+        (false, _, false) => SessionState::Starting,
+    }
+}
+
+/// A live session the registry does not list.
+pub fn unmanaged_row(name: &str) -> Row {
+    Row {
+        name: name.to_owned(),
+        listed: false,
+        state: SessionState::Unmanaged,
+        harness: None,
+        stopped: false,
+        died: None,
+        ephemeral: false,
+        origin: None,
+        working_directory: None,
+        unresolved: None,
+        backoff: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::context;
+    use agent_box_tests::fake_tmux::FakeTmux;
+
+    #[test]
+    fn live_panes_decide_before_intent() {
+        assert_eq!(listed_state(false, false, false), SessionState::Starting);
+        assert_eq!(listed_state(true, false, false), SessionState::Stopped);
+        assert_eq!(listed_state(true, false, true), SessionState::Live, "a stopped entry whose pane runs is live");
+        assert_eq!(listed_state(false, true, false), SessionState::Starting, "a died entry without a pane respawns");
+        assert_eq!(listed_state(false, true, true), SessionState::Died);
+    }
+
+    #[test]
+    fn rows_follow_file_order_then_tmux_order() {
+        let home = tempfile::tempdir().unwrap();
+        let ctx = context(home.path(), FakeTmux::live(&["zeta", "b", "alpha"]), &[]);
+        let doc = Document::parse(br#"{"sessions":{"b":{"agent":"x"},"a":7}}"#).unwrap();
+        let rows = rows(&ctx, &doc, &["zeta".into(), "b".into(), "alpha".into()], 0);
+        let names: Vec<(&str, SessionState)> = rows.iter().map(|r| (r.name.as_str(), r.state)).collect();
+        assert_eq!(
+            names,
+            [
+                ("b", SessionState::Live),
+                ("a", SessionState::Starting),
+                ("zeta", SessionState::Unmanaged),
+                ("alpha", SessionState::Unmanaged)
+            ]
+        );
+        assert_eq!(rows[1].harness, None, "a non-object entry has no harness");
+    }
+}

@@ -1,0 +1,164 @@
+//! The one in-memory tmux of the workspace's unit-level tests (30-supervisor §18 unit layer, the session views):
+//! a live set in tmux order, a log of the calls made, and the answers and failures a test sets. Clones share one
+//! state, so a test keeps a handle to what the code under test holds.
+
+use std::cell::{RefCell, RefMut};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use registry::SessionName;
+use tmux::{Killed, NewSession, TmuxApi, TmuxError};
+
+/// What the fake server holds, answers and was asked.
+pub struct FakeState {
+    /// Live sessions, in the order tmux would list them.
+    pub live: Vec<String>,
+    /// When set, every listing fails with this error (tmux unreachable).
+    pub unreachable: Option<TmuxError>,
+    /// The answer of `current_session` (`peers` self-exclusion).
+    pub current: Result<String, TmuxError>,
+    /// The socket path the adapter reports.
+    pub socket: PathBuf,
+    /// `ensure`, `list`, `new NAME`, `kill NAME`, in call order.
+    pub calls: Vec<String>,
+    /// Runs inside `new_session` (before the session appears), e.g. while the supervisor holds the lock.
+    pub during_new: Option<Box<dyn Fn()>>,
+}
+
+impl Default for FakeState {
+    fn default() -> Self {
+        Self {
+            live: Vec::new(),
+            unreachable: None,
+            current: Err(TmuxError::NoSuchSession),
+            socket: PathBuf::from("/nonexistent/socket"),
+            calls: Vec::new(),
+            during_new: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for FakeState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeState").field("live", &self.live).field("calls", &self.calls).finish_non_exhaustive()
+    }
+}
+
+/// A fake tmux server; see the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct FakeTmux(Rc<RefCell<FakeState>>);
+
+impl FakeTmux {
+    /// A server on which `names` are live, in this order.
+    pub fn live(names: &[&str]) -> Self {
+        let fake = Self::default();
+        fake.state().live = names.iter().map(|n| (*n).to_owned()).collect();
+        fake
+    }
+
+    /// A server that cannot be asked: every listing fails with `err`.
+    pub fn unreachable(err: TmuxError) -> Self {
+        let fake = Self::default();
+        fake.state().unreachable = Some(err);
+        fake
+    }
+
+    /// Answers `current_session` with `answer`.
+    pub fn answering_current(self, answer: Result<String, TmuxError>) -> Self {
+        self.state().current = answer;
+        self
+    }
+
+    /// Reports `socket` as its socket path.
+    pub fn with_socket(self, socket: PathBuf) -> Self {
+        self.state().socket = socket;
+        self
+    }
+
+    /// The shared state, to change or inspect.
+    pub fn state(&self) -> RefMut<'_, FakeState> {
+        self.0.borrow_mut()
+    }
+
+    /// How many calls were made whose log entry starts with `prefix`.
+    pub fn calls(&self, prefix: &str) -> usize {
+        self.0.borrow().calls.iter().filter(|c| c.starts_with(prefix)).count()
+    }
+
+    fn listing(&self, call: &str) -> Result<Vec<String>, TmuxError> {
+        let mut state = self.state();
+        state.calls.push(call.to_owned());
+        match &state.unreachable {
+            Some(err) => Err(err.clone()),
+            None => Ok(state.live.clone()),
+        }
+    }
+}
+
+impl TmuxApi for FakeTmux {
+    fn ensure_server_and_list(&self) -> Result<Vec<String>, TmuxError> {
+        self.listing("ensure")
+    }
+    fn list_sessions(&self) -> Result<Vec<String>, TmuxError> {
+        self.listing("list")
+    }
+    fn has_session(&self, name: &SessionName) -> Result<bool, TmuxError> {
+        Ok(self.0.borrow().live.iter().any(|n| n == name.as_str()))
+    }
+    fn new_session(&self, request: &NewSession) -> Result<(), TmuxError> {
+        if let Some(hook) = self.0.borrow().during_new.as_ref() {
+            hook();
+        }
+        let mut state = self.state();
+        state.calls.push(format!("new {}", request.name));
+        if !state.live.iter().any(|n| n == request.name.as_str()) {
+            state.live.push(request.name.to_string());
+        }
+        Ok(())
+    }
+    fn kill_session(&self, name: &SessionName) -> Result<Killed, TmuxError> {
+        let mut state = self.state();
+        state.calls.push(format!("kill {name}"));
+        let before = state.live.len();
+        state.live.retain(|n| n != name.as_str());
+        Ok(if state.live.len() < before { Killed::Yes } else { Killed::AlreadyGone })
+    }
+    fn display(&self, _: &SessionName, _: &str) -> Result<String, TmuxError> {
+        Ok(String::new())
+    }
+    fn current_session(&self, _: Option<&str>) -> Result<String, TmuxError> {
+        self.0.borrow().current.clone()
+    }
+    fn set_global_option(&self, _: &str, _: &str) -> Result<(), TmuxError> {
+        Ok(())
+    }
+    fn show_global_option(&self, _: &str) -> Result<Option<String>, TmuxError> {
+        Ok(None)
+    }
+    fn version(&self) -> Result<Option<(u32, u32)>, TmuxError> {
+        Ok(Some((3, 3)))
+    }
+    fn kill_server(&self) -> Result<(), TmuxError> {
+        Ok(())
+    }
+    fn socket_path(&self) -> PathBuf {
+        self.0.borrow().socket.clone()
+    }
+}
+
+/// The environment of a unit-level context for HOME `home` (user `agent`) whose tmux is never run: the variables
+/// of `extra`, and nothing else.
+pub fn fake_env(home: &Path, extra: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+    let home = home.as_os_str().to_owned();
+    let extra: Vec<(String, String)> = extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    move |key: &str| -> Option<OsString> {
+        match key {
+            "HOME" => Some(home.clone()),
+            "USER" => Some("agent".into()),
+            "AGENT_BOX_TMUX_BIN" => Some("/nonexistent/tmux".into()),
+            "AGENT_BOX_TMUX_TMPDIR" => Some("/nonexistent".into()),
+            _ => extra.iter().find(|(k, _)| k == key).map(|(_, v)| v.into()),
+        }
+    }
+}
