@@ -5,30 +5,24 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use agent_box_tests::fixtures::{code, registry_with, session, stderr, stdout, tool};
+use agent_box_tests::fixtures::{
+    Assert, OutputAssertExt, ok, registry_with, session, stderr, stdout, tool, webhook_spawn, with_stdin,
+};
 use agent_box_tests::privilege::{NOBODY, chown_tree, unprivileged};
 use agent_box_tests::{HeldLock, Sandbox, wait_until};
+use agent_box_types::report::LsReport;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use rand::{RngExt, SeedableRng};
 use registry::{ReadOutcome, SessionName};
 use serde_json::{Value, json};
 use tmux::{NewSession, Tmux, TmuxApi, TmuxConfig};
-
-/// Runs `args` and insists on exit 0.
-fn ok(sb: &Sandbox, args: &[&str]) -> Output {
-    let out = session(sb, args);
-    assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
-    out
-}
 
 fn seed() -> u64 {
     std::env::var("AGENT_BOX_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random)
@@ -92,50 +86,9 @@ fn temp_files(sb: &Sandbox) -> Vec<PathBuf> {
 }
 
 /// Runs `cmd` with `fd` (a descriptor this process holds the registry lock on) inherited as fd 7 and
-/// `AGENT_BOX_REGISTRY_LOCK_FD=7`, the way a settings daemon hands its lock to the CLI (10 RG-7.6).
-#[allow(unsafe_code)]
-fn with_inherited_lock(mut cmd: Command, fd: i32) -> Output {
-    cmd.env("AGENT_BOX_REGISTRY_LOCK_FD", "7").env("REGISTRY_LOCK_WAIT", "2");
-    // SAFETY: dup2 is async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if nix::libc::dup2(fd, 7) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd.stdin(Stdio::null()).output().unwrap()
-}
-
-/// Runs a webhook batch through the real spawner with `vars` added to the sandbox environment.
-fn webhook(sb: &Sandbox, vars: &[(&str, &OsString)], batch: &[u8]) -> Output {
-    let mut cmd = sb.cmd("agent-box-webhook-spawn");
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let bytes = batch.to_vec();
-    let writer = std::thread::spawn(move || drop(input.write_all(&bytes)));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
 /// A child's output, or a panic when it has not finished before `limit` (a liveness check, never a timing one).
-fn output_within(mut cmd: Command, limit: Duration) -> Output {
-    let child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || drop(tx.send(child.wait_with_output())));
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = kill(Pid::from_raw(i32::try_from(pid).unwrap()), Signal::SIGKILL);
-            panic!("{:?} did not finish within {limit:?}", cmd.get_program());
-        }
-    }
+fn output_within(cmd: Command, limit: Duration) -> Assert {
+    assert_cmd::Command::from_std(cmd).timeout(limit).assert()
 }
 
 /// A tmux server on the sandbox socket started by [`NOBODY`] (an unprivileged supervisor), which the
@@ -232,8 +185,9 @@ fn x06_an_invalid_registry_refuses_cli_writes_until_the_supervisor_repairs_it() 
     fs::rename(&staged, sb.registry()).unwrap();
     let mut add = sb.cmd("agent-box-session");
     add.args(["add", "y", "--harness", "tool"]);
-    let out = with_inherited_lock(add, held.raw_fd());
-    assert_eq!(code(&out), 1, "M20: {}", stderr(&out));
+    add.env("REGISTRY_LOCK_WAIT", "2").stdin(Stdio::null());
+    held.hand_to(&mut add);
+    let out = add.assert().code(1);
     assert!(stderr(&out).contains("does not parse"), "{}", stderr(&out));
     assert_eq!(fs::read(sb.registry()).unwrap(), b"not json", "nothing written");
     assert!(temp_files(&sb).is_empty());
@@ -255,8 +209,7 @@ fn x06_an_invalid_registry_refuses_cli_writes_until_the_supervisor_repairs_it() 
     let meta = fs::metadata(&kept).unwrap();
     let fixed = (fs::read(&kept).unwrap(), meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.mode());
     assert_eq!(fixed.0, b"not json");
-    let out = session(&sb, &["add", "y", "--harness", "tool"]);
-    assert_eq!(code(&out), 0, "add works after the repair: {}", stderr(&out));
+    session(&sb, &["add", "y", "--harness", "tool"]).code(0);
     sb.wait_live("y");
     sb.wait_ticks(pid, 3);
     assert_eq!(quarantines(), vec![kept.clone()]);
@@ -285,13 +238,16 @@ fn x08_a_restart_queued_behind_the_lock_beats_the_reap() {
             .is_ok_and(|d| d.flatten().any(|e| fs::read_link(e.path()).ok() == Some(target.clone())))
     });
     // A tick while the restart waits: it sees a reap candidate but cannot take the lock.
-    let tick = String::from_utf8(sb.once().stderr).unwrap();
+    let tick = stderr(&sb.once());
     assert!(tick.contains("registry lock not obtained"), "{tick}");
     assert!(sb.entry("eph").is_some(), "no reap without the lock");
     drop(held);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(stdout(&out), "session 'eph' killed — the supervisor restarts it within ~2s\n");
+    child
+        .wait_with_output()
+        .unwrap()
+        .assert()
+        .code(0)
+        .stdout("session 'eph' killed — the supervisor restarts it within ~2s\n");
     assert!(sb.entry("eph").unwrap().get("stopped").is_none());
     sb.once();
     assert!(sb.entry("eph").is_some(), "not reaped");
@@ -316,8 +272,7 @@ fn cl08_x01_real_add_and_rm_races_never_resurrect_and_rm_logs_before_clearing() 
         ok(&sb, &["add", name, "--harness", "tool", "--", "--as", name]);
         sb.wait_live(name);
         std::thread::sleep(Duration::from_millis(rng.random_range(0..96)));
-        let out = ok(&sb, &["rm", name]);
-        assert_eq!(stdout(&out), format!("session '{name}' removed\n"));
+        ok(&sb, &["rm", name]).stdout(format!("session '{name}' removed\n"));
         assert!(sb.entry(name).is_none(), "round {round}");
         assert!(sb.lease(name).is_none(), "round {round}: lease cleared");
         sb.wait_gone(name);
@@ -484,9 +439,9 @@ fn x11_writers_killed_at_random_points_leave_a_valid_registry_and_no_temp() {
                 }
                 let g = gen_of_hook_m();
                 let start = Instant::now();
-                let out = writer(kind, 1000 + i, 0, 3, &g).stdin(Stdio::null()).output().unwrap();
+                let out = writer(kind, 1000 + i, 0, 3, &g).stdin(Stdio::null()).assert();
                 let took = start.elapsed();
-                assert_eq!(code(&out), 0, "calibration of writer {kind}: {}", stderr(&out));
+                out.code(0);
                 if kind == 0 {
                     ok(&sb, &["rm", &format!("k{}", 1000 + i)]);
                 }
@@ -622,8 +577,7 @@ fn h03_hostile_text_reaches_the_agent_verbatim_and_runs_nothing() {
         ("AGENT_BOX_HOOK_SESSION_ARGS", serde_json::to_string(&hook_args).unwrap().into()),
     ];
     let refs: Vec<(&str, &OsString)> = vars.iter().map(|(k, v)| (*k, v)).collect();
-    let out = webhook(&sb, &refs, &batch);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    webhook_spawn(&sb, &refs, &batch).code(0);
     let hook = sb.read_registry().names().find(|n| n.starts_with("hook-")).unwrap().to_owned();
     let stored = sb.entry(&hook).unwrap()["initialPrompt"].as_str().unwrap().to_owned();
     let expected_batch = String::from_utf8_lossy(&batch).replace('\0', "\u{fffd}");
@@ -763,8 +717,7 @@ fn h08_symlinked_lease_and_filter_never_write_through_to_their_decoys() {
     assert!(lease_x.is_file(), "the crash replaced the link with a regular lease file");
     assert_eq!(sb.lease("hook-x").unwrap()["outcome"], json!("died:1"));
     sb.ticks(2);
-    let out = ok(&sb, &["rm", "hook-x"]);
-    assert_eq!(stdout(&out), "session 'hook-x' removed\n");
+    ok(&sb, &["rm", "hook-x"]).stdout("session 'hook-x' removed\n");
     assert!(fs::symlink_metadata(sb.lease_path("hook-x")).is_err(), "rm removed the lease");
     assert!(fs::symlink_metadata(filters.join("filter.agent-hook-x.json")).is_err(), "rm removed the filter link");
     sb.ticks(2);
@@ -799,10 +752,10 @@ fn umask_000(cmd: &Command) -> Command {
     sh
 }
 
-fn run_umask_000(sb: &Sandbox, args: &[&str]) -> Output {
+fn run_umask_000(sb: &Sandbox, args: &[&str]) -> Assert {
     let mut cmd = sb.cmd("agent-box-session");
     cmd.args(args);
-    umask_000(&cmd).stdin(Stdio::null()).output().unwrap()
+    umask_000(&cmd).stdin(Stdio::null()).assert()
 }
 
 #[test]
@@ -816,11 +769,9 @@ fn h09_under_umask_000_every_writer_creates_0600_files_and_0700_directories() {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
     }
     let preexisting: Vec<PathBuf> = vec![sb.home().join(".local"), sb.home().join(".local/state"), filters.clone()];
-    let out = run_umask_000(&sb, &["add", "a", "--harness", "tool", "--", "--as", "a"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    run_umask_000(&sb, &["add", "a", "--harness", "tool", "--", "--as", "a"]).code(0);
     for verb in ["stop", "restart"] {
-        let out = run_umask_000(&sb, &[verb, "a"]);
-        assert_eq!(code(&out), 0, "{verb}: {}", stderr(&out));
+        run_umask_000(&sb, &[verb, "a"]).code(0);
     }
     let spawn_env = |cmd: &mut Command| {
         cmd.env("LOCAL_WEBHOOK_SPAWN_KEY", "acme/widgets")
@@ -830,11 +781,7 @@ fn h09_under_umask_000_every_writer_creates_0600_files_and_0700_directories() {
     };
     let mut spawn = sb.cmd("agent-box-webhook-spawn");
     spawn_env(&mut spawn);
-    let mut child =
-        umask_000(&spawn).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(b"[github] issue #1 opened\n").unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    with_stdin(umask_000(&spawn), b"[github] issue #1 opened\n").code(0);
     let hook = sb.read_registry().names().find(|n| n.starts_with("hook-")).unwrap().to_owned();
     sb.agent("hooked").control("exit 1");
     let log = fs::File::create(sb.supervisor_log_path()).unwrap();
@@ -844,15 +791,12 @@ fn h09_under_umask_000_every_writer_creates_0600_files_and_0700_directories() {
     sb.wait_live("a");
     wait_until("the hook session's crash", || sb.entry(&hook).is_some_and(|e| e["died"] == json!(1)));
     sb.wait_ticks(pid, 1);
-    let out = run_umask_000(&sb, &["rm", &hook]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    run_umask_000(&sb, &["rm", &hook]).code(0);
     sb.set_limit("1");
     let mut spawn = sb.cmd("agent-box-webhook-spawn");
     spawn_env(&mut spawn);
-    let mut child =
-        umask_000(&spawn).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(b"[github] issue #2 opened\n").unwrap();
-    assert_eq!(code(&child.wait_with_output().unwrap()), 75, "a refusal writes the refusal record");
+    // a refusal writes the refusal record
+    with_stdin(umask_000(&spawn), b"[github] issue #2 opened\n").code(75);
     sb.wait_ticks(pid, 1);
     let mut checked = 0;
     for path in walk_all(sb.home()) {
@@ -898,22 +842,21 @@ fn h10_a_registry_of_10000_entries_is_listed_and_ticked() {
     let limit = Duration::from_secs(120);
     let mut tick = sb.cmd("agent-box-supervisor");
     tick.arg("--once");
-    let out = output_within(tick, limit);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    output_within(tick, limit).code(0);
     assert_eq!(sb.live().len(), 8, "the limit holds: 8 of the 100 runnable entries start");
     let mut ls = sb.cmd("agent-box-session");
     ls.arg("ls");
-    let out = output_within(ls, limit);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = output_within(ls, limit).code(0);
     assert_eq!(stdout(&out).lines().count(), 10_001);
     let mut ls = sb.cmd("agent-box-session");
     ls.args(["ls", "--json"]);
     let out = output_within(ls, limit);
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["sessions"].as_array().unwrap().len(), 10_000);
+    let report: LsReport = serde_json::from_str(&stdout(&out.code(0))).unwrap();
+    assert_eq!(report.sessions.len(), 10_000);
     let mut tick = sb.cmd("agent-box-supervisor");
     tick.arg("--once");
-    assert_eq!(code(&output_within(tick, limit)), 0, "a second tick completes too");
+    // a second tick completes too
+    output_within(tick, limit).code(0);
 }
 
 /// A tmux server on the default socket name inside the sandbox's private directory: where a call that forgot
@@ -984,10 +927,8 @@ fn h12_the_default_socket_is_never_reached() {
     ok(&sb, &["peers"]);
     // WH01 and an accepted batch.
     let key: OsString = "acme/widgets".into();
-    let out = webhook(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", &key)], b"\n\n");
-    assert_eq!((code(&out), out.stdout.len()), (0, 0));
-    let out = webhook(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", &key)], b"[github] issue #1 opened\n");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    webhook_spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", &key)], b"\n\n").code(0).stdout("");
+    webhook_spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", &key)], b"[github] issue #1 opened\n").code(0);
     sb.once();
     wait_until("the hook session", || sb.live().iter().any(|n| n.starts_with("hook-acme")));
     assert_eq!(canary.state(), before, "the canary server is untouched");

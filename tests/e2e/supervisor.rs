@@ -7,6 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use agent_box_tests::fixtures::stderr;
 use agent_box_tests::{HeldLock, Sandbox, wait_until};
 use nix::sys::signal::Signal;
 use registry::SessionName;
@@ -51,7 +52,7 @@ fn sv01_i1_first_spawn_installs_the_seed_and_mirrors() {
 fn sv02_a_seed_with_a_list_gives_the_empty_registry_and_one_message() {
     let sb = Sandbox::new();
     sb.write_seed(r#"{"version":1,"sessions":[]}"#);
-    let stderr = String::from_utf8(sb.once().stderr).unwrap();
+    let stderr = stderr(&sb.once());
     assert_eq!(stderr.matches("ignoring seed").count(), 1, "{stderr}");
     assert_eq!(fs::read(sb.registry()).unwrap(), b"{\"version\":1,\"sessions\":{}}\n");
     assert!(sb.live().is_empty());
@@ -807,7 +808,7 @@ fn x04_the_post_check_kills_a_spawn_whose_entry_vanished_meanwhile() {
     fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
     sb.set_env("AGENT_BOX_TMUX_BIN", &wrapper);
     let out = sb.once();
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let stderr = stderr(&out);
     assert_eq!(
         stderr.matches("'z' was removed or stopped while it was starting; killed the new pane").count(),
         1,
@@ -909,7 +910,7 @@ fn sup_1_l19_an_inherited_lock_fd_is_ignored_and_said_once() {
     let mut sb = Sandbox::new();
     sb.set_env("AGENT_BOX_REGISTRY_LOCK_FD", "9");
     sb.write_registry(&registry_with(&[("main", tool(json!({})))]));
-    let stderr = String::from_utf8(sb.once().stderr).unwrap();
+    let stderr = stderr(&sb.once());
     assert_eq!(stderr.matches("agent-box-supervisor: ignoring inherited AGENT_BOX_REGISTRY_LOCK_FD").count(), 1);
     sb.wait_live("main");
 }

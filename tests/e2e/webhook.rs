@@ -3,30 +3,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
-use std::io::Write;
-use std::process::{Output, Stdio};
 
+use agent_box_tests::fixtures::{Assert, predicate, session, webhook_spawn};
 use agent_box_tests::{Sandbox, wait_until};
 use serde_json::{Value, json};
 
-fn spawn(sb: &Sandbox, key: &str, batch: &[u8]) -> Output {
-    let mut child = sb
-        .cmd("agent-box-webhook-spawn")
-        .env("LOCAL_WEBHOOK_SPAWN_KEY", key)
-        .env("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:acme/*")
-        .env("LOCAL_WEBHOOK_SPAWN_META", r#"{"number":"7"}"#)
-        .env("AGENT_BOX_HOOK_SESSION_ARGS", r#"["--as","hooked"]"#)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let bytes = batch.to_vec();
-    let writer = std::thread::spawn(move || drop(input.write_all(&bytes)));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
+/// One batch keyed `key` through the real spawner, with a claimable META and the fake agent naming itself.
+fn spawn(sb: &Sandbox, key: &str, batch: &[u8]) -> Assert {
+    let vars = [
+        ("LOCAL_WEBHOOK_SPAWN_KEY", key),
+        ("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:acme/*"),
+        ("LOCAL_WEBHOOK_SPAWN_META", r#"{"number":"7"}"#),
+        ("AGENT_BOX_HOOK_SESSION_ARGS", r#"["--as","hooked"]"#),
+    ];
+    webhook_spawn(sb, &vars, batch)
 }
 
 fn hook_name(sb: &Sandbox) -> String {
@@ -45,8 +35,7 @@ fn wh13_the_dispatched_session_gets_its_prompt_and_its_gen() {
     sb.use_counting_tmux();
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
     sb.start_supervisor();
-    let out = spawn(&sb, "acme/widgets", b"[github] issue #7 opened on acme/widgets\n");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    spawn(&sb, "acme/widgets", b"[github] issue #7 opened on acme/widgets\n").code(0);
     let name = hook_name(&sb);
     wait_until("the hook agent", || sb.agent("hooked").starts() == 1);
     let argv = sb.agent("hooked").last().argv_strings();
@@ -71,7 +60,7 @@ fn wh16_h05_a_batch_near_the_bound_arrives_whole() {
     let line = format!("[github] comment on acme/x: {}\n", "it's long ".repeat(40));
     // 85 lines of about 550 bytes of quoted size: just under the batch bound of 48 KiB.
     let batch: String = std::iter::repeat_n(line.as_str(), 85).collect();
-    assert_eq!(spawn(&sb, "acme/x", batch.as_bytes()).status.code(), Some(0));
+    spawn(&sb, "acme/x", batch.as_bytes()).code(0);
     let name = hook_name(&sb);
     let stored = sb.entry(&name).unwrap()["initialPrompt"].as_str().unwrap().to_owned();
     sb.once();
@@ -88,15 +77,13 @@ fn x07_spawn_crash_rm_leaves_a_complete_audit_trail() {
     prepared(&mut sb);
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
     sb.agent("hooked").control("exit 1");
-    assert_eq!(spawn(&sb, "acme/widgets", b"[github] issue #7 opened\n").status.code(), Some(0));
+    spawn(&sb, "acme/widgets", b"[github] issue #7 opened\n").code(0);
     let name = hook_name(&sb);
     sb.once();
     wait_until("died:1", || sb.entry(&name).is_some_and(|e| e["died"] == json!(1)));
     assert_eq!(sb.lease(&name).unwrap()["outcome"], json!("died:1"));
-    let leases = sb.cmd("agent-box-session").arg("leases").output().unwrap();
-    assert!(String::from_utf8(leases.stdout).unwrap().contains("died:1"));
-    let rm = sb.cmd("agent-box-session").args(["rm", &name]).output().unwrap();
-    assert_eq!(rm.status.code(), Some(0));
+    session(&sb, &["leases"]).code(0).stdout(predicate::str::contains("died:1"));
+    session(&sb, &["rm", &name]).code(0);
     assert!(sb.lease(&name).is_none());
     let trail: Vec<(Value, Value)> = sb.hook_log().into_iter().map(|l| (l["what"].clone(), l["how"].clone())).collect();
     assert_eq!(
@@ -114,10 +101,10 @@ fn x09_a_deferred_batch_starts_once_a_slot_frees() {
     sb.once();
     sb.wait_live("a");
     sb.wait_live("b");
-    assert_eq!(spawn(&sb, "acme/x", b"[github] push\n").status.code(), Some(75));
+    spawn(&sb, "acme/x", b"[github] push\n").code(75);
     let rm = sb.cmd("agent-box-session").args(["rm", "a"]).output().unwrap();
     assert_eq!(rm.status.code(), Some(0));
-    assert_eq!(spawn(&sb, "acme/x", b"[github] push\n").status.code(), Some(0));
+    spawn(&sb, "acme/x", b"[github] push\n").code(0);
     let name = hook_name(&sb);
     sb.once();
     sb.wait_live(&name);

@@ -1,7 +1,12 @@
-//! Small helpers every scenario file needs: registry fixtures, running the CLI, reading an `Output`, and a plain
+//! Small helpers every scenario file needs: registry fixtures, running the products through assert_cmd (so a
+//! failing assertion prints the command, its exit code, stdout and stderr), reading what they printed, and a plain
 //! pane that is not managed by anyone.
 
-use std::process::{Output, Stdio};
+use std::ffi::OsStr;
+use std::process::{Command, Output, Stdio};
+
+pub use assert_cmd::assert::{Assert, OutputAssertExt};
+pub use predicates::prelude::predicate;
 
 use registry::SessionName;
 use serde_json::{Value, json};
@@ -30,20 +35,59 @@ pub fn registry_with(entries: &[(&str, Value)]) -> String {
 }
 
 /// `agent-box-session ARGS` in the sandbox, stdin from /dev/null.
-pub fn session(sb: &Sandbox, args: &[&str]) -> Output {
-    sb.cmd("agent-box-session").args(args).stdin(Stdio::null()).output().unwrap()
+pub fn session(sb: &Sandbox, args: &[&str]) -> Assert {
+    sb.cmd("agent-box-session").args(args).stdin(Stdio::null()).assert()
 }
 
-pub fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
+/// `agent-box-session ARGS`, which must exit 0.
+pub fn ok(sb: &Sandbox, args: &[&str]) -> Assert {
+    session(sb, args).code(0)
 }
 
-pub fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// Runs `cmd` with `input` on its stdin (written while the output is read, so no size can deadlock); the one
+/// stdin helper of the workspace's tests.
+pub fn with_stdin(cmd: Command, input: impl Into<Vec<u8>>) -> Assert {
+    assert_cmd::Command::from_std(cmd).write_stdin(input).assert()
 }
 
-pub fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+/// One batch through the real spawner: `agent-box-webhook-spawn` with `vars` added to the sandbox environment
+/// and `batch` on stdin.
+pub fn webhook_spawn<K: AsRef<OsStr>, V: AsRef<OsStr>>(sb: &Sandbox, vars: &[(K, V)], batch: &[u8]) -> Assert {
+    let mut cmd = sb.cmd("agent-box-webhook-spawn");
+    for (key, value) in vars {
+        cmd.env(key, value);
+    }
+    with_stdin(cmd, batch)
+}
+
+/// A finished run whose output a test reads: assert_cmd's `Assert`, or a plain `Output`.
+pub trait Ran {
+    fn output(&self) -> &Output;
+}
+
+impl Ran for Output {
+    fn output(&self) -> &Output {
+        self
+    }
+}
+
+impl Ran for Assert {
+    fn output(&self) -> &Output {
+        self.get_output()
+    }
+}
+
+/// The exit code (-1 for a signal).
+pub fn code(out: &impl Ran) -> i32 {
+    out.output().status.code().unwrap_or(-1)
+}
+
+pub fn stdout(out: &impl Ran) -> String {
+    String::from_utf8_lossy(&out.output().stdout).into_owned()
+}
+
+pub fn stderr(out: &impl Ran) -> String {
+    String::from_utf8_lossy(&out.output().stderr).into_owned()
 }
 
 /// A pane that sleeps, started directly on the private server (unmanaged unless the registry lists it).

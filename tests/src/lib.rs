@@ -12,7 +12,6 @@ pub mod golden;
 pub mod held;
 pub mod ops;
 pub mod privilege;
-pub mod quote;
 pub mod sandbox;
 pub mod slots;
 pub mod wait;

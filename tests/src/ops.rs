@@ -10,6 +10,7 @@ use registry::{Document, RegistryError, RegistryLock, SessionName};
 use serde_json::Value;
 use tmux::TmuxApi;
 
+use crate::fixtures::{Assert, OutputAssertExt, stderr};
 use crate::held::HeldLock;
 use crate::sandbox::Sandbox;
 use crate::wait::wait_until;
@@ -37,16 +38,14 @@ impl Sandbox {
         self.supervisor_log().lines().filter(|l| l.contains(needle)).count()
     }
 
-    /// `agent-box-supervisor --once`, with its output.
-    pub fn once(&self) -> Output {
-        let out = self.cmd("agent-box-supervisor").arg("--once").stdin(Stdio::null()).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "--once failed: {}", String::from_utf8_lossy(&out.stderr));
-        out
+    /// `agent-box-supervisor --once`, which must exit 0.
+    pub fn once(&self) -> Assert {
+        self.cmd("agent-box-supervisor").arg("--once").stdin(Stdio::null()).assert().code(0)
     }
 
     /// Runs `--once` `n` times and returns the concatenated stderr.
     pub fn ticks(&self, n: usize) -> String {
-        (0..n).map(|_| String::from_utf8_lossy(&self.once().stderr).into_owned()).collect()
+        (0..n).map(|_| stderr(&self.once())).collect()
     }
 
     /// Waits until the loop `pid` has run `n` more ticks (80 I10: counted through the tmux wrapper).

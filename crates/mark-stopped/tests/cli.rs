@@ -5,12 +5,13 @@
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_box_tests::HeldLock;
 use agent_box_tests::bake::{Profile, bake, expected_paths, has_interpreter};
 use agent_box_tests::bins::bin;
+use agent_box_tests::fixtures::{Assert, OutputAssertExt, predicate};
 use agent_box_tests::privilege::{chown_tree, unprivileged};
 use agent_box_tests::slots::Slot;
 use serde_json::{Value, json};
@@ -62,8 +63,7 @@ impl Baked {
     }
     /// Runs the epilogue with an empty environment and asserts the contract: exit 0, no output.
     fn run(&self, args: &[&str]) {
-        let out = Command::new(&self.binary).args(args).env_clear().stdin(Stdio::null()).output().unwrap();
-        assert_silent_success(&out, args);
+        silent_success(Command::new(&self.binary).args(args).env_clear().stdin(Stdio::null()).assert());
     }
     fn create_lease(&self, name: &str) -> String {
         let leases = lease::LeaseDir::new(self.state().join("lease"));
@@ -82,10 +82,9 @@ fn state_of(root: &Path) -> PathBuf {
     root.join("home/agent/.local/state/agent-box")
 }
 
-fn assert_silent_success(out: &Output, args: &[&str]) {
-    assert_eq!(out.status.code(), Some(0), "{args:?}");
-    assert!(out.stdout.is_empty(), "{args:?} stdout: {}", String::from_utf8_lossy(&out.stdout));
-    assert!(out.stderr.is_empty(), "{args:?} stderr: {}", String::from_utf8_lossy(&out.stderr));
+/// The epilogue's contract (MS-1.2): exit 0, nothing on stdout or stderr.
+fn silent_success(run: Assert) {
+    run.code(0).stdout("").stderr("");
 }
 
 /// Every file below `root` with its bytes (a recursive listing to compare before and after).
@@ -114,37 +113,27 @@ fn main_entry() -> Value {
 
 #[test]
 fn help_exits_0_and_describes_the_argv() {
-    let out = Command::new(bin("agent-box-mark-stopped")).arg("--help").env_clear().output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("usage: agent-box-mark-stopped NAME STATUS [GEN|-]"));
+    let usage = predicate::str::starts_with("usage: agent-box-mark-stopped NAME STATUS [GEN|-]");
+    Command::new(bin("agent-box-mark-stopped")).arg("--help").env_clear().assert().code(0).stdout(usage);
 }
 
 #[test]
 fn ms01_unbaked_build_says_so_once_and_records_nothing() {
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(bin("agent-box-mark-stopped"))
-        .args(["main", "0"])
-        .env_clear()
-        .env("HOME", home.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
-        "agent-box-mark-stopped: built without baked paths (AGENT_BOX_BAKE_SESSIONS_FILE, AGENT_BOX_BAKE_STATE_DIR); nothing was recorded\n"
+    let out =
+        Command::new(bin("agent-box-mark-stopped")).args(["main", "0"]).env_clear().env("HOME", home.path()).assert();
+    out.code(0).stdout("").stderr(
+        "agent-box-mark-stopped: built without baked paths (AGENT_BOX_BAKE_SESSIONS_FILE, AGENT_BOX_BAKE_STATE_DIR); nothing was recorded\n",
     );
-    assert!(out.stdout.is_empty());
     assert_eq!(fs::read_dir(home.path()).unwrap().count(), 0);
-    let paths = Command::new(bin("agent-box-mark-stopped")).arg("--print-paths").env_clear().output().unwrap();
-    assert_eq!(paths.stdout, b"unbaked\n");
+    Command::new(bin("agent-box-mark-stopped")).arg("--print-paths").env_clear().assert().code(0).stdout("unbaked\n");
 }
 
 #[test]
 fn ms02_print_paths_of_a_baked_binary() {
     let baked = Baked::dev();
-    let out = Command::new(&baked.binary).arg("--print-paths").env_clear().output().unwrap();
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected_paths(&baked.registry(), &baked.state()));
+    let expected = expected_paths(&baked.registry(), &baked.state());
+    Command::new(&baked.binary).arg("--print-paths").env_clear().assert().code(0).stdout(expected);
 }
 
 #[test]
@@ -212,8 +201,7 @@ fn ms05_missing_registry_directory_creates_nothing_anywhere() {
     let slot = Slot::claim();
     let binary = bake(&registry_of(slot.root()), &state_of(slot.root()), Profile::Dev).unwrap();
     for args in [["main", "0"], ["hook-x", "3"]] {
-        let out = Command::new(&binary).args(args).env_clear().output().unwrap();
-        assert_silent_success(&out, &args);
+        silent_success(Command::new(&binary).args(args).env_clear().assert());
     }
     assert_eq!(fs::read_dir(slot.root()).unwrap().count(), 0, "nothing created under the root");
 }
@@ -348,8 +336,7 @@ fn ms09_a_hung_lock_holder_is_outlasted_silently() {
     });
     agent_box_tests::wait_until("the first pass to give up", || !holds_lock(pid));
     drop(held);
-    let out = child.wait_with_output().unwrap();
-    assert_silent_success(&out, &["main", "3"]);
+    silent_success(child.wait_with_output().unwrap().assert());
     assert_eq!(baked.read_registry()["sessions"]["main"]["died"], json!(3), "a later pass landed the write");
 }
 
@@ -423,11 +410,11 @@ fn ms12_read_only_directories_change_nothing() {
     let start = Instant::now();
     let mut cmd = Command::new(&baked.binary);
     cmd.args(["hook-x", "2", &g]).env_clear();
-    let out = unprivileged(&cmd).output().unwrap();
+    let out = unprivileged(&cmd).assert();
     for dir in [&conf, &leases] {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();
     }
-    assert_silent_success(&out, &["hook-x", "2"]);
+    silent_success(out);
     assert!(start.elapsed() < Duration::from_secs(40));
     let after: Vec<_> = tree(baked.root())
         .into_iter()
@@ -475,10 +462,9 @@ fn h06_ms_9_3_1_hostile_environment_changes_only_baked_files() {
         cmd.env("TMPDIR", &hostile).env("LD_PRELOAD", hostile.join("x.so")).env("LD_LIBRARY_PATH", &hostile);
         cmd.env("LEASE_DIR", &hostile).env("HOOKLOG", hostile.join("log")).env("IFS", "x");
         drop(held);
-        cmd.output().unwrap()
+        cmd.assert()
     };
-    assert_eq!(out.status.code(), Some(0));
-    assert!(out.stdout.is_empty());
+    out.code(0).stdout("");
     // A dynamic loader complains about the preload on stderr; the static production build is silent (MS11).
     assert_eq!(normalise(&baked), clean, "the same files change as in a clean run");
     assert_eq!(tree(&hostile), decoys, "no decoy changed");
@@ -550,11 +536,10 @@ fn ms_9_2_9_random_argv_never_breaks_the_contract() {
                 _ => std::ffi::OsString::from("x".repeat(rng.random_range(0..5000))),
             })
             .collect();
-        let out = Command::new(&baked.binary).args(&args).env_clear().output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let out = Command::new(&baked.binary).args(&args).env_clear().assert().code(0);
         let single_mode = args.len() == 1 && (args[0] == "--help" || args[0] == "--print-paths");
         if !single_mode {
-            assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}");
+            out.stdout("").stderr("");
         }
     }
     assert!(registry::Document::parse(&fs::read(baked.registry()).unwrap()).is_ok());

@@ -16,6 +16,7 @@ pub mod id;
 pub mod lock;
 pub mod name;
 pub mod paths;
+pub mod quote;
 pub mod read;
 pub mod store;
 pub mod time;

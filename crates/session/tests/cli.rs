@@ -1,13 +1,18 @@
 //! Black-box tests of the mutating verbs and the command line of agent-box-session (50-session-cli §15, 80 RG
 //! and CL scenarios): the real binary, a temporary HOME, a private tmux socket.
-#![allow(clippy::unwrap_used, clippy::expect_used, unsafe_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "cli/more.rs"]
+mod more;
+#[path = "cli/read.rs"]
+mod read;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_box_tests::fixtures::{code, pane, session, stderr, stdout};
+use agent_box_tests::fixtures::{OutputAssertExt, pane, predicate, session, stderr, stdout};
 use agent_box_tests::{HeldLock, Sandbox};
 use serde_json::{Value, json};
 
@@ -18,44 +23,36 @@ fn registry_bytes(sb: &Sandbox) -> Vec<u8> {
 #[test]
 fn help_and_a_usage_error() {
     let sb = Sandbox::new();
-    let help = session(&sb, &["--help"]);
-    assert_eq!(code(&help), 0);
+    let help = session(&sb, &["--help"]).code(0);
     assert!(stdout(&help).contains("exit 75") || stdout(&help).contains("75 refused"));
-    assert_eq!(code(&session(&sb, &["frobnicate"])), 2);
-    assert_eq!(code(&session(&sb, &[])), 2);
+    session(&sb, &["frobnicate"]).code(2);
+    session(&sb, &[]).code(2);
 }
 
 #[test]
 fn cl04_add_names_and_validation() {
     let sb = Sandbox::new();
     let ok = "a".repeat(150);
-    assert_eq!(code(&session(&sb, &["add", &ok])), 0);
-    let long = session(&sb, &["add", &"b".repeat(151)]);
-    assert_eq!(code(&long), 2);
-    assert!(stderr(&long).contains("is too long: at most 150 characters (it has 151)"));
+    session(&sb, &["add", &ok]).code(0);
+    session(&sb, &["add", &"b".repeat(151)])
+        .code(2)
+        .stderr(predicate::str::contains("is too long: at most 150 characters (it has 151)"));
     for reserved in ["settings", "downloads", "webhook", "sessions", "token", "ws", "auth"] {
-        let out = session(&sb, &["add", reserved]);
-        assert_eq!(code(&out), 2, "{reserved}");
-        assert!(stderr(&out).contains("is a reserved name"));
+        session(&sb, &["add", reserved]).code(2).stderr(predicate::str::contains("is a reserved name"));
     }
     for bad in ["a b", "é", "a/b", "..", "a;b"] {
-        let out = session(&sb, &["add", bad]);
-        assert_eq!(code(&out), 2, "{bad}");
-        assert!(stderr(&out).contains("invalid session name"), "{bad}");
+        session(&sb, &["add", bad]).code(2).stderr(predicate::str::contains("invalid session name"));
     }
-    let dup = session(&sb, &["add", &ok]);
-    assert_eq!(code(&dup), 2);
-    assert!(stderr(&dup).starts_with(&format!("session '{ok}' already exists — 'agent-box-session rm {ok}' first")));
-    let agent = session(&sb, &["add", "dep", "--agent", "tool"]);
-    assert_eq!(code(&agent), 0);
-    assert!(stderr(&agent).contains("--agent is deprecated, use --harness"));
-    assert_eq!(code(&session(&sb, &["add", "x", "--remote-control", "yes"])), 2);
-    assert_eq!(code(&session(&sb, &["add", "x", "--origin", "cron"])), 2);
-    let missing = session(&sb, &["add", "x", "--harness", "nope"]);
-    assert_eq!(
-        (code(&missing), stderr(&missing).trim()),
-        (2, "harness 'nope' is not available (available: claude codex shell tool)")
-    );
+    let exists = format!("session '{ok}' already exists — 'agent-box-session rm {ok}' first");
+    session(&sb, &["add", &ok]).code(2).stderr(predicate::str::starts_with(exists));
+    session(&sb, &["add", "dep", "--agent", "tool"])
+        .code(0)
+        .stderr(predicate::str::contains("--agent is deprecated, use --harness"));
+    session(&sb, &["add", "x", "--remote-control", "yes"]).code(2);
+    session(&sb, &["add", "x", "--origin", "cron"]).code(2);
+    session(&sb, &["add", "x", "--harness", "nope"])
+        .code(2)
+        .stderr("harness 'nope' is not available (available: claude codex shell tool)\n");
 }
 
 #[test]
@@ -68,17 +65,14 @@ fn cl04_cwd_rules() {
     let outside = sb.root().join("outside");
     fs::create_dir_all(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, home.join("escape")).unwrap();
-    let via_link = session(&sb, &["add", "l", "--cwd", "~/link"]);
-    assert_eq!(code(&via_link), 0, "{}", stderr(&via_link));
+    session(&sb, &["add", "l", "--cwd", "~/link"]).code(0);
     assert_eq!(sb.entry("l").unwrap()["workingDirectory"], json!(home.join("src/app").to_str().unwrap()));
-    let out = session(&sb, &["add", "o", "--cwd", outside.to_str().unwrap()]);
-    assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("outside $HOME"));
-    assert_eq!(code(&session(&sb, &["add", "e", "--cwd", "~/escape"])), 2);
-    let missing = session(&sb, &["add", "m", "--cwd", "~/nope"]);
-    assert!(code(&missing) == 2 && stderr(&missing).contains("does not exist"));
-    let file = session(&sb, &["add", "f", "--cwd", "~/file"]);
-    assert!(code(&file) == 2 && stderr(&file).contains("is not a directory"));
+    session(&sb, &["add", "o", "--cwd", outside.to_str().unwrap()])
+        .code(2)
+        .stderr(predicate::str::contains("outside $HOME"));
+    session(&sb, &["add", "e", "--cwd", "~/escape"]).code(2);
+    session(&sb, &["add", "m", "--cwd", "~/nope"]).code(2).stderr(predicate::str::contains("does not exist"));
+    session(&sb, &["add", "f", "--cwd", "~/file"]).code(2).stderr(predicate::str::contains("is not a directory"));
 }
 
 #[test]
@@ -90,8 +84,7 @@ fn cl04_cwd_under_a_symlinked_home_is_accepted() {
     std::os::unix::fs::symlink(&real, &alias).unwrap();
     sb.set_env("HOME", &alias);
     sb.set_env("AGENT_BOX_SESSIONS_FILE", real.join(".config/agent-box/sessions.json"));
-    let out = session(&sb, &["add", "w", "--cwd", "~/work"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    session(&sb, &["add", "w", "--cwd", "~/work"]).code(0);
     assert_eq!(sb.entry("w").unwrap()["workingDirectory"], json!(real.join("work").to_str().unwrap()));
 }
 
@@ -103,11 +96,7 @@ fn cl04_the_entry_has_the_documented_shape() {
         &sb,
         &["add", "notes", "--harness", "claude", "--cwd", "~/notes", "--prompt", "tidy up", "--", "--model", "sonnet"],
     );
-    assert_eq!(code(&out), 0);
-    assert_eq!(
-        stdout(&out),
-        "session 'notes' (claude) added with a kickoff prompt — the supervisor starts it within ~2s\n"
-    );
+    out.code(0).stdout("session 'notes' (claude) added with a kickoff prompt — the supervisor starts it within ~2s\n");
     let entry = sb.entry("notes").unwrap();
     let keys: Vec<&String> = entry.as_object().unwrap().keys().collect();
     assert_eq!(
@@ -131,12 +120,11 @@ fn cl04_the_entry_has_the_documented_shape() {
     );
     assert_eq!(entry["extraArgs"], json!(["--model", "sonnet"]));
     assert!(registry::is_uuid(entry["boxSessionId"].as_str().unwrap()));
-    let codex = session(&sb, &["add", "cx", "--harness", "codex", "--ephemeral", "--hook", "github", "acme/x"]);
-    assert_eq!(code(&codex), 0);
+    let codex = session(&sb, &["add", "cx", "--harness", "codex", "--ephemeral", "--hook", "github", "acme/x"]).code(0);
     let entry = sb.entry("cx").unwrap();
     assert_eq!((&entry["remoteControl"], &entry["ephemeral"]), (&json!(false), &json!(true)));
     assert_eq!(entry["hook"], json!({"source": "github", "repository": "acme/x"}));
-    assert_eq!(stdout(&codex), "session 'cx' (codex) added — the supervisor starts it within ~2s\n");
+    codex.stdout("session 'cx' (codex) added — the supervisor starts it within ~2s\n");
 }
 
 #[test]
@@ -144,7 +132,7 @@ fn cl04_auto_names_follow_the_harness_then_the_directory() {
     let sb = Sandbox::new();
     fs::create_dir_all(sb.home().join("my app")).unwrap();
     for _ in 0..3 {
-        assert_eq!(code(&session(&sb, &["add", "--harness", "tool", "--cwd", "~/my app"])), 0);
+        session(&sb, &["add", "--harness", "tool", "--cwd", "~/my app"]).code(0);
     }
     let doc = sb.read_registry();
     assert_eq!(doc.names().collect::<Vec<_>>(), ["tool", "my-app", "my-app-2"]);
@@ -169,7 +157,8 @@ fn rg14_cl05_eight_concurrent_adds_at_limit_two() {
     codes.sort_unstable();
     assert_eq!(codes, [0, 0, 75, 75, 75, 75, 75, 75]);
     assert_eq!(sb.read_registry().names().count(), 2);
-    assert_eq!(code(&session(&sb, &["add", "sh", "--harness", "shell"])), 0, "RG15: shell is always admitted");
+    // RG15: shell is always admitted
+    session(&sb, &["add", "sh", "--harness", "shell"]).code(0);
 }
 
 #[test]
@@ -180,9 +169,7 @@ fn cl06_restart_all_over_the_limit_changes_nothing() {
         r#"{"version":1,"sessions":{"a":{"agent":"tool"},"b":{"agent":"tool"},"c":{"agent":"tool","stopped":true}}}"#,
     );
     let before = registry_bytes(&sb);
-    let out = session(&sb, &["restart", "--all"]);
-    assert_eq!(code(&out), 75);
-    assert!(stderr(&out).contains("Session limit reached"));
+    session(&sb, &["restart", "--all"]).code(75).stderr(predicate::str::contains("Session limit reached"));
     assert_eq!(registry_bytes(&sb), before);
 }
 
@@ -190,12 +177,12 @@ fn cl06_restart_all_over_the_limit_changes_nothing() {
 fn cl06_stop_frees_a_slot_and_restart_needs_one() {
     let sb = Sandbox::new();
     sb.set_limit("2");
-    assert_eq!(code(&session(&sb, &["add", "a"])), 0);
-    assert_eq!(code(&session(&sb, &["add", "b"])), 0);
-    assert_eq!(code(&session(&sb, &["stop", "a"])), 0);
-    assert_eq!(code(&session(&sb, &["add", "c"])), 0);
-    assert_eq!(code(&session(&sb, &["restart", "a"])), 75);
-    assert_eq!(code(&session(&sb, &["restart", "b"])), 0);
+    session(&sb, &["add", "a"]).code(0);
+    session(&sb, &["add", "b"]).code(0);
+    session(&sb, &["stop", "a"]).code(0);
+    session(&sb, &["add", "c"]).code(0);
+    session(&sb, &["restart", "a"]).code(75);
+    session(&sb, &["restart", "b"]).code(0);
 }
 
 #[test]
@@ -210,14 +197,15 @@ fn rg03_cl07_a_held_lock_means_75_and_no_change() {
         let start = Instant::now();
         let out = session(&sb, args);
         assert!(start.elapsed() < Duration::from_secs(10), "{args:?}: liveness");
-        assert_eq!(code(&out), 75, "{args:?}");
+        let out = out.code(75);
         assert_eq!(stderr(&out).lines().count(), 1, "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains("could not lock"));
+        out.stderr(predicate::str::contains("could not lock"));
         assert_eq!(registry_bytes(&sb), before);
         assert_eq!(fs::metadata(sb.registry()).unwrap().ino(), inode);
     }
     assert!(registry::atomic::temp_leftovers_of(&sb.registry()).is_empty());
-    assert_eq!(code(&session(&sb, &["ls"])), 0, "read-only verbs still answer");
+    // read-only verbs still answer
+    session(&sb, &["ls"]).code(0);
 }
 
 #[test]
@@ -243,13 +231,13 @@ fn rg02_a_waiting_add_writes_after_release() {
 #[test]
 fn rg04_every_edit_replaces_the_registry_never_the_lock() {
     let sb = Sandbox::new();
-    assert_eq!(code(&session(&sb, &["add", "x"])), 0);
+    session(&sb, &["add", "x"]).code(0);
     let lock = sb.registry().with_extension("json.lock");
     let lock_inode = fs::metadata(&lock).unwrap().ino();
     let mut inodes = vec![fs::metadata(sb.registry()).unwrap().ino()];
     for i in 0..10 {
         let verb = if i % 2 == 0 { "stop" } else { "restart" };
-        assert_eq!(code(&session(&sb, &[verb, "x"])), 0);
+        session(&sb, &[verb, "x"]).code(0);
         inodes.push(fs::metadata(sb.registry()).unwrap().ino());
     }
     inodes.dedup();
@@ -267,8 +255,7 @@ fn rg05_an_inherited_lock_is_adopted_and_still_held_by_the_parent_after_the_chil
     let mut cmd = sb.cmd("agent-box-session");
     cmd.args(["add", "x"]);
     held.hand_to(&mut cmd);
-    let out = cmd.output().unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    cmd.assert().code(0);
     assert!(sb.read_registry().contains("x"), "the child wrote under the parent's lock");
     let other = HeldLock::acquire(&sb.registry_lock_file(), Duration::from_millis(200));
     assert!(other.is_err(), "the child exited and the parent still holds the lock");
@@ -281,9 +268,9 @@ fn rg06_a_bogus_inherited_fd_is_refused() {
     let mut sb = Sandbox::new();
     sb.set_env("AGENT_BOX_REGISTRY_LOCK_FD", "9");
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
-    let out = session(&sb, &["add", "x"]);
-    assert_eq!(code(&out), 75);
-    assert!(stderr(&out).contains("AGENT_BOX_REGISTRY_LOCK_FD=9 is not an open descriptor"));
+    session(&sb, &["add", "x"])
+        .code(75)
+        .stderr(predicate::str::contains("AGENT_BOX_REGISTRY_LOCK_FD=9 is not an open descriptor"));
     assert_eq!(registry_bytes(&sb), b"{\"version\":1,\"sessions\":{}}");
 }
 
@@ -291,7 +278,7 @@ fn rg06_a_bogus_inherited_fd_is_refused() {
 fn rg07_directories_0700_files_0600_and_existing_modes_kept() {
     let sb = Sandbox::new();
     fs::set_permissions(sb.home(), fs::Permissions::from_mode(0o755)).unwrap();
-    assert_eq!(code(&session(&sb, &["add", "x"])), 0);
+    session(&sb, &["add", "x"]).code(0);
     let mode = |p: &std::path::Path| fs::metadata(p).unwrap().mode() & 0o777;
     assert_eq!(mode(&sb.home().join(".config")), 0o700);
     assert_eq!(mode(&sb.home().join(".config/agent-box")), 0o700);
@@ -304,10 +291,10 @@ fn rg07_directories_0700_files_0600_and_existing_modes_kept() {
 fn rg09_unknown_fields_and_order_survive_every_edit() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"zTop":1,"sessions":{"m":{"zz":1,"agent":"tool","aa":{"k":[1,2]}}},"version":1,"aTop":[]}"#);
-    assert_eq!(code(&session(&sb, &["add", "n"])), 0);
-    assert_eq!(code(&session(&sb, &["stop", "m"])), 0);
-    assert_eq!(code(&session(&sb, &["restart", "m"])), 0);
-    assert_eq!(code(&session(&sb, &["rm", "n"])), 0);
+    session(&sb, &["add", "n"]).code(0);
+    session(&sb, &["stop", "m"]).code(0);
+    session(&sb, &["restart", "m"]).code(0);
+    session(&sb, &["rm", "n"]).code(0);
     let doc: Value = serde_json::from_slice(&registry_bytes(&sb)).unwrap();
     let top: Vec<&String> = doc.as_object().unwrap().keys().collect();
     assert_eq!(top, ["zTop", "sessions", "version", "aTop"]);
@@ -324,10 +311,9 @@ fn rg10_an_invalid_registry_is_never_written_or_quarantined() {
         sb.write_registry("x");
         fs::write(sb.registry(), bad).unwrap();
         for args in [&["add", "y"][..], &["stop", "x"]] {
-            let out = session(&sb, args);
-            assert_eq!(code(&out), 1, "{args:?}");
+            let out = session(&sb, args).code(1);
             assert!(stderr(&out).contains("does not parse"), "{}", stderr(&out));
-            assert!(stderr(&out).contains("the supervisor moves a corrupt registry aside on its next pass"));
+            out.stderr(predicate::str::contains("the supervisor moves a corrupt registry aside on its next pass"));
         }
         assert_eq!(registry_bytes(&sb), bad);
         assert_eq!(fs::read_dir(sb.registry().parent().unwrap()).unwrap().count(), 2, "registry and lock only");
@@ -370,14 +356,11 @@ fn cl09_missing_registry_is_never_created_and_unknown_names_are_m25() {
         assert!(!sb.registry().exists(), "{verb} created the registry");
         assert!(!sb.home().join(".config").exists(), "{verb} created a directory");
         match verb {
-            "rm" => assert_eq!((code(&out), stdout(&out).as_str()), (0, "session 'ghost' removed\n")),
-            _ => {
-                assert_eq!(code(&out), 2, "{verb}");
-                assert_eq!(stderr(&out), "no such session: 'ghost' (see agent-box-session ls)\n");
-            }
+            "rm" => drop(out.code(0).stdout("session 'ghost' removed\n")),
+            _ => drop(out.code(2).stderr("no such session: 'ghost' (see agent-box-session ls)\n")),
         }
     }
-    assert_eq!(code(&session(&sb, &["restart", "--all"])), 0);
+    session(&sb, &["restart", "--all"]).code(0);
 }
 
 #[test]
@@ -385,11 +368,7 @@ fn cl09_restart_of_a_died_session_keeps_died() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"d":{"agent":"tool","died":3,"stopped":true}}}"#);
     pane(&sb, "d");
-    let out = session(&sb, &["restart", "d"]);
-    assert_eq!(
-        (code(&out), stdout(&out).as_str()),
-        (0, "session 'd' killed — the supervisor restarts it within ~2s\n")
-    );
+    session(&sb, &["restart", "d"]).code(0).stdout("session 'd' killed — the supervisor restarts it within ~2s\n");
     let entry = sb.entry("d").unwrap();
     assert_eq!((entry.get("died"), entry.get("stopped")), (Some(&json!(3)), None));
     assert!(!sb.is_live("d"));
@@ -405,8 +384,7 @@ fn cl13_rm_of_a_live_hook_session_writes_the_end_before_the_lease_goes() {
     fs::create_dir_all(&filters).unwrap();
     fs::write(filters.join("filter.agent-hook-a.json"), b"{}").unwrap();
     fs::write(filters.join("filter.agent-hook-b.json"), b"{}").unwrap();
-    let out = session(&sb, &["rm", "hook-a"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    session(&sb, &["rm", "hook-a"]).code(0);
     assert!(!sb.is_live("hook-a") && sb.entry("hook-a").is_none());
     assert!(sb.lease("hook-a").is_none());
     assert!(!filters.join("filter.agent-hook-a.json").exists() && filters.join("filter.agent-hook-b.json").exists());
@@ -417,8 +395,7 @@ fn cl13_rm_of_a_live_hook_session_writes_the_end_before_the_lease_goes() {
         (&json!("rm"), true),
         "written while the lease existed"
     );
-    let again = session(&sb, &["rm", "hook-a"]);
-    assert_eq!(code(&again), 0);
+    session(&sb, &["rm", "hook-a"]).code(0);
     assert_eq!(sb.hook_log().len(), 1, "LS06: exactly one end record");
 }
 
@@ -428,22 +405,19 @@ fn stop_flags_then_kills_with_the_right_message() {
     sb.write_registry(r#"{"version":1,"sessions":{"p":{"agent":"tool"},"e":{"agent":"tool","ephemeral":true}}}"#);
     pane(&sb, "p");
     let out = session(&sb, &["stop", "p"]);
-    assert_eq!(
-        stdout(&out),
-        "session 'p' stopped — still listed, not respawned; 'agent-box-session restart p' revives it\n"
-    );
+    out.stdout("session 'p' stopped — still listed, not respawned; 'agent-box-session restart p' revives it\n");
     assert!(!sb.is_live("p"));
     assert_eq!(sb.entry("p").unwrap()["stopped"], json!(true));
-    let out = session(&sb, &["stop", "e"]);
-    assert!(stdout(&out).contains("one-shot (--ephemeral), so the supervisor delists it within ~2s"));
+    session(&sb, &["stop", "e"])
+        .stdout(predicate::str::contains("one-shot (--ephemeral), so the supervisor delists it within ~2s"));
 }
 
 #[test]
 fn restart_of_an_unlisted_live_session_kills_it() {
     let sb = Sandbox::new();
     pane(&sb, "stray");
-    let out = session(&sb, &["restart", "stray"]);
-    assert_eq!((code(&out), stdout(&out).as_str()), (0, "session 'stray' killed — unlisted, so nothing restarts it\n"));
+    let killed = "session 'stray' killed — unlisted, so nothing restarts it\n";
+    session(&sb, &["restart", "stray"]).code(0).stdout(killed);
 }
 
 #[test]
@@ -462,9 +436,7 @@ fn out_of_scope_verbs_and_options_are_refused() {
             "'--whatsapp' is not part of this build (WhatsApp routing is not included)",
         ),
     ] {
-        let out = session(&sb, args);
-        assert_eq!(code(&out), 2, "{args:?}");
-        assert_eq!(stderr(&out), format!("agent-box-session: {text}\n"));
+        session(&sb, args).code(2).stderr(format!("agent-box-session: {text}\n"));
     }
     assert!(!sb.registry().exists());
 }
@@ -474,29 +446,25 @@ fn kill_failure_is_exit_1_and_never_reported_as_success() {
     let mut sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"x":{"agent":"tool"}}}"#);
     sb.set_env("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux");
-    let out = session(&sb, &["stop", "x"]);
-    assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("could not kill tmux session 'x': tmux did not run"));
+    session(&sb, &["stop", "x"])
+        .code(1)
+        .stderr(predicate::str::contains("could not kill tmux session 'x': tmux did not run"));
     let add = session(&sb, &["add", "y"]);
-    assert_eq!(code(&add), 75, "capacity cannot be checked without tmux");
-    assert!(stderr(&add).contains("cannot check session capacity"));
+    // capacity cannot be checked without tmux
+    add.code(75).stderr(predicate::str::contains("cannot check session capacity"));
 }
 
 #[test]
 fn configuration_errors_are_exit_2() {
     let mut sb = Sandbox::new();
     sb.set_env("HOME", "relative/home");
-    let out = session(&sb, &["ls"]);
-    assert_eq!(code(&out), 2);
-    assert_eq!(stderr(&out), "agent-box-session: HOME must be an absolute path (it is 'relative/home')\n");
+    session(&sb, &["ls"]).code(2).stderr("agent-box-session: HOME must be an absolute path (it is 'relative/home')\n");
     let mut sb = Sandbox::new();
     sb.set_env("USER", "../x");
-    let out = session(&sb, &["ls"]);
-    assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("cannot tell a usable user name (USER='../x'"));
+    session(&sb, &["ls"]).code(2).stderr(predicate::str::contains("cannot tell a usable user name (USER='../x'"));
     let mut sb = Sandbox::new();
     sb.remove_env("AGENT_BOX_AGENTS");
-    assert_eq!(code(&session(&sb, &["add", "x"])), 2);
+    session(&sb, &["add", "x"]).code(2);
 }
 
 #[test]

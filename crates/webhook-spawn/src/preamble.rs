@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use registry::quote::quote_arg;
 use serde_json::Value;
 
 use crate::error::SpawnError;
@@ -37,7 +38,7 @@ pub fn preamble(
     out.push_str(&harness);
     for arg in &args {
         out.push(' ');
-        out.push_str(&quote(arg));
+        out.push_str(&quote_arg(arg));
     }
     out.push('\n');
     let watch_profile = dispatch_profile(&state_dir.join("filter.dispatch.json"), topic, watch);
@@ -93,12 +94,6 @@ fn placeholder_prompt(topic: &str, note: &str) -> String {
     })
 }
 
-/// Bare when every character is in `[A-Za-z0-9_@%+=:,./-]`, else single-quoted (§10.2).
-fn quote(arg: &str) -> String {
-    let bare = !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
-    if bare { arg.to_owned() } else { format!("'{}'", arg.replace('\'', "'\\''")) }
-}
-
 /// The watch's `spawnConfig.profile` from the dispatch file: first `topics[]` object with this topic and name.
 fn dispatch_profile(path: &std::path::Path, topic: &str, watch: &str) -> Option<String> {
     if std::fs::metadata(path).ok()?.len() > DISPATCH_LIMIT {
@@ -110,17 +105,4 @@ fn dispatch_profile(path: &std::path::Path, topic: &str, watch: &str) -> Option<
             && t.get("name").and_then(Value::as_str).unwrap_or("") == watch
     })?;
     entry.get("spawnConfig")?.get("profile")?.as_str().filter(|p| !p.is_empty()).map(str::to_owned)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quoting_of_render_mode() {
-        assert_eq!(quote("--model=sonnet"), "--model=sonnet");
-        assert_eq!(quote("a b"), "'a b'");
-        assert_eq!(quote("it's"), "'it'\\''s'");
-        assert_eq!(quote(""), "''");
-    }
 }

@@ -2,15 +2,19 @@
 //! temporary HOME and state directory, a private tmux socket with no server unless a test starts one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "cli/hostile.rs"]
+mod hostile;
+
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use agent_box_tests::fixtures::{code, stderr};
+use agent_box_tests::fixtures::{OutputAssertExt, predicate, stderr, stdout, webhook_spawn, with_stdin};
 use agent_box_tests::{HeldLock, Sandbox};
+use agent_box_types::refusal::RefusalRecord;
 use serde_json::{Value, json};
 
 fn world() -> Sandbox {
@@ -24,21 +28,9 @@ fn filter_dir(sb: &Sandbox) -> PathBuf {
     sb.home().join(".local/state/local-webhook")
 }
 
-/// Runs a spawn with `vars` added to the sandbox environment and `stdin` fed.
-fn spawn(sb: &Sandbox, vars: &[(&str, &str)], stdin: &[u8]) -> Output {
-    let mut cmd = sb.cmd("agent-box-webhook-spawn");
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let bytes = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&bytes);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
+/// The refusal record, read into its type.
+fn refusal_record(sb: &Sandbox) -> RefusalRecord {
+    serde_json::from_slice(&fs::read(sb.state_dir().join("webhook-spawn-refused.json")).unwrap()).unwrap()
 }
 
 const BATCH: &[u8] = b"[github] issue #4242 opened on acme/widgets by alice: the login test is flaky\n";
@@ -92,11 +84,14 @@ fn is_hex(text: &str) -> bool {
 #[test]
 fn help_and_a_usage_error() {
     let sb = world();
-    assert_eq!(code(&sb.cmd("agent-box-webhook-spawn").arg("--help").output().unwrap()), 0);
-    assert_eq!(code(&sb.cmd("agent-box-webhook-spawn").arg("--bogus").output().unwrap()), 2);
-    let out = sb.cmd("agent-box-webhook-spawn").arg("--resolved-profile").arg("x").output().unwrap();
-    assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("'--resolved-profile' is not part of this build"));
+    sb.cmd("agent-box-webhook-spawn").arg("--help").assert().code(0);
+    sb.cmd("agent-box-webhook-spawn").arg("--bogus").assert().code(2);
+    sb.cmd("agent-box-webhook-spawn")
+        .arg("--resolved-profile")
+        .arg("x")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'--resolved-profile' is not part of this build"));
 }
 
 #[test]
@@ -104,9 +99,7 @@ fn wh01_an_empty_batch_writes_nothing() {
     let sb = world();
     let before = tree(sb.home());
     for stdin in [&b""[..], b"\n\n", b"  \n"] {
-        let out = spawn(&sb, &keyed("acme/widgets", "{}"), stdin);
-        assert_eq!(code(&out), 0);
-        assert!(out.stdout.is_empty());
+        webhook_spawn(&sb, &keyed("acme/widgets", "{}"), stdin).code(0).stdout("");
     }
     assert_eq!(tree(sb.home()), before);
 }
@@ -114,15 +107,13 @@ fn wh01_an_empty_batch_writes_nothing() {
 #[test]
 fn wh02_ls01_an_accepted_batch_adds_the_entry_filter_lease_and_line() {
     let sb = world();
-    let out = spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = webhook_spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH).code(0);
     let name = only_name(&sb);
     let suffix = name.strip_prefix("hook-acme-widgets-").unwrap();
     assert!(suffix.len() == 4 && is_hex(suffix), "{name}");
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        format!("session '{name}' (claude) added with a kickoff prompt — the supervisor starts it within ~2s\n")
-    );
+    out.stdout(format!(
+        "session '{name}' (claude) added with a kickoff prompt — the supervisor starts it within ~2s\n"
+    ));
     let entry = sb.entry(&name).unwrap();
     assert_eq!(
         (&entry["origin"], &entry["ephemeral"], &entry["workingDirectory"]),
@@ -151,8 +142,7 @@ fn wh02_ls01_an_accepted_batch_adds_the_entry_filter_lease_and_line() {
 #[test]
 fn wh02_names_for_unset_unicode_and_long_keys() {
     let sb = world();
-    let out = spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:acme/*")], BATCH);
-    assert_eq!(code(&out), 0);
+    webhook_spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:acme/*")], BATCH).code(0);
     let name = only_name(&sb);
     assert!(name.starts_with("hook-event-") && is_hex(&name[11..]) && name.len() == 15, "{name}");
     assert!(filter_of(&sb, &name).is_none() && sb.lease(&name).is_none() && sb.hook_log().is_empty());
@@ -163,21 +153,20 @@ fn wh02_names_for_unset_unicode_and_long_keys() {
         ("acme/local-channels-staging", "hook-acme-local-channels-staging-"),
     ] {
         let sb = world();
-        assert_eq!(code(&spawn(&sb, &keyed(key, "{}"), BATCH)), 0);
+        webhook_spawn(&sb, &keyed(key, "{}"), BATCH).code(0);
         assert!(only_name(&sb).starts_with(prefix), "{key}");
     }
     let sb = world();
-    assert_eq!(code(&spawn(&sb, &keyed(&"k".repeat(140), "{}"), BATCH)), 0);
+    webhook_spawn(&sb, &keyed(&"k".repeat(140), "{}"), BATCH).code(0);
     assert_eq!(only_name(&sb).len(), 150);
     for len in [141, 200, 211] {
         let sb = world();
         let key = "k".repeat(len);
-        let out = spawn(&sb, &keyed(&key, "{}"), BATCH);
-        assert_eq!(code(&out), 0);
+        let out = webhook_spawn(&sb, &keyed(&key, "{}"), BATCH).code(0);
         let name = only_name(&sb);
         assert!(name.len() == 13 && is_hex(&name[5..]), "{name}");
-        assert!(stderr(&out).contains("does not fit a session name (at most 150 characters)"));
-        assert!(stderr(&out).contains(&format!("this session is called '{name}' instead")));
+        out.stderr(predicate::str::contains("does not fit a session name (at most 150 characters)"))
+            .stderr(predicate::str::contains(format!("this session is called '{name}' instead")));
         assert_eq!(sb.lease(&name).unwrap()["topic"], json!(format!("github:{key}")));
     }
 }
@@ -203,21 +192,15 @@ fn wh03_claim_shapes() {
     ];
     for (meta, include, in_note) in cases {
         let sb = world();
-        assert_eq!(code(&spawn(&sb, &keyed("acme/numbered", meta), BATCH)), 0);
+        webhook_spawn(&sb, &keyed("acme/numbered", meta), BATCH).code(0);
         let filter = filter_of(&sb, &only_name(&sb)).unwrap();
         assert_eq!(filter["topics"][0]["include"], include, "{meta}");
         assert!(filter["topics"][0]["note"].as_str().unwrap().contains(in_note), "{meta}");
         assert_eq!(sb.lease(&only_name(&sb)).unwrap()["object"], json!("4242"));
     }
     let sb = world();
-    assert_eq!(
-        code(&spawn(
-            &sb,
-            &keyed("acme/shaclaim", r#"{"sha":"da73cb12ee","branch":"master","event":"check_run"}"#),
-            BATCH
-        )),
-        0
-    );
+    let meta = r#"{"sha":"da73cb12ee","branch":"master","event":"check_run"}"#;
+    webhook_spawn(&sb, &keyed("acme/shaclaim", meta), BATCH).code(0);
     let topic = &filter_of(&sb, &only_name(&sb)).unwrap()["topics"][0];
     let paths: Vec<&str> =
         topic["include"]["any"].as_array().unwrap().iter().map(|c| c["path"].as_str().unwrap()).collect();
@@ -244,7 +227,7 @@ fn wh03_claim_shapes() {
         "",
     ] {
         let sb = world();
-        assert_eq!(code(&spawn(&sb, &keyed("acme/fb", meta), BATCH)), 0);
+        webhook_spawn(&sb, &keyed("acme/fb", meta), BATCH).code(0);
         let topic = &filter_of(&sb, &only_name(&sb)).unwrap()["topics"][0];
         assert!(topic["include"].get("all").is_some(), "{meta}: fallback");
         let note = topic["note"].as_str().unwrap();
@@ -254,9 +237,10 @@ fn wh03_claim_shapes() {
     let big = format!("{{\"x\":\"{}\"}}", "a".repeat(100 * 1024));
     for meta in ["not json", "[1]", big.as_str()] {
         let sb = world();
-        let out = spawn(&sb, &keyed("acme/bad", meta), BATCH);
-        assert_eq!(code(&out), 0);
-        assert!(stderr(&out).contains("LOCAL_WEBHOOK_SPAWN_META is not a JSON object; this session claims nothing"));
+        let out = webhook_spawn(&sb, &keyed("acme/bad", meta), BATCH).code(0);
+        out.stderr(predicate::str::contains(
+            "LOCAL_WEBHOOK_SPAWN_META is not a JSON object; this session claims nothing",
+        ));
         let topic = &filter_of(&sb, &only_name(&sb)).unwrap()["topics"][0];
         assert!(topic.get("include").is_none());
         assert!(
@@ -268,7 +252,7 @@ fn wh03_claim_shapes() {
 #[test]
 fn wh03_filter_document_shape() {
     let sb = world();
-    assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH)), 0);
+    webhook_spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH).code(0);
     let name = only_name(&sb);
     let path = filter_dir(&sb).join(format!("filter.agent-{name}.json"));
     assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
@@ -287,7 +271,7 @@ fn wh03_filter_document_shape() {
 fn wh04_ls02_lease_and_log_per_spawn() {
     let sb = world();
     for _ in 0..2 {
-        assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 0);
+        webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
     }
     let doc = sb.read_registry();
     let names: Vec<&str> = doc.names().collect();
@@ -298,7 +282,7 @@ fn wh04_ls02_lease_and_log_per_spawn() {
     let mut vars = keyed("acme/widgets", r#"{"number":"n/a"}"#);
     vars.retain(|(k, _)| *k != "LOCAL_WEBHOOK_SPAWN_COUNT");
     vars.push(("LOCAL_WEBHOOK_SPAWN_COUNT", "x"));
-    assert_eq!(code(&spawn(&sb, &vars, BATCH)), 0);
+    webhook_spawn(&sb, &vars, BATCH).code(0);
     assert_eq!(sb.hook_log()[0]["count"], Value::Null);
     assert_eq!(sb.lease(&only_name(&sb)).unwrap()["object"], Value::Null, "LS03");
 }
@@ -306,7 +290,7 @@ fn wh04_ls02_lease_and_log_per_spawn() {
 #[test]
 fn ls03_a_non_numeric_number_stores_a_null_object() {
     let sb = world();
-    assert_eq!(code(&spawn(&sb, &keyed("acme/x", r#"{"number":"n/a"}"#), BATCH)), 0);
+    webhook_spawn(&sb, &keyed("acme/x", r#"{"number":"n/a"}"#), BATCH).code(0);
     let name = only_name(&sb);
     assert_eq!(sb.lease(&name).unwrap()["object"], Value::Null);
     assert_eq!(sb.hook_log()[0]["object"], Value::Null);
@@ -316,7 +300,7 @@ fn ls03_a_non_numeric_number_stores_a_null_object() {
 fn wh05_wh06_the_prompt() {
     let sb = world();
     let armed = b"[github] issue #7 assigned on acme/x by bob\n";
-    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), armed)), 0);
+    webhook_spawn(&sb, &keyed("acme/x", "{}"), armed).code(0);
     let prompt = prompt_of(&sb, &only_name(&sb));
     for needle in [
         "webhook dispatcher",
@@ -339,7 +323,7 @@ fn wh05_wh06_the_prompt() {
         b"[github] issue #9 edited\n assigned on acme/x",
     ] {
         let sb = world();
-        assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), batch)), 0);
+        webhook_spawn(&sb, &keyed("acme/x", "{}"), batch).code(0);
         assert!(!prompt_of(&sb, &only_name(&sb)).contains("may ASSIGN"));
     }
 }
@@ -354,26 +338,21 @@ fn wh07_ls14_a_deferred_batch_leaves_nothing_but_the_refusal_record() {
     sb.set_limit("1");
     filler(&sb);
     let before = fs::read(sb.registry()).unwrap();
-    let out = spawn(&sb, &keyed("acme/widgets", "{}"), BATCH);
-    assert_eq!(code(&out), 75);
+    let out = webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(75);
     let text = stderr(&out);
     assert_eq!(text.lines().last(), Some("agent-box-webhook-spawn: session start deferred; receiver will retry"));
-    assert!(stderr(&out).contains("Session limit reached (1 of 1 slots running or queued)"));
+    out.stderr(predicate::str::contains("Session limit reached (1 of 1 slots running or queued)"));
     assert_eq!(fs::read(sb.registry()).unwrap(), before);
     assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0);
     assert!(!sb.state_dir().join("lease").exists() && sb.hook_log().is_empty());
-    let record_path = sb.state_dir().join("webhook-spawn-refused.json");
-    let record: Value = serde_json::from_slice(&fs::read(&record_path).unwrap()).unwrap();
-    assert_eq!(
-        (&record["count"], &record["live"], &record["max"], &record["deferred"]),
-        (&json!(1), &json!(1), &json!(1), &json!(true))
-    );
-    assert_eq!((&record["key"], &record["topic"]), (&json!("acme/widgets"), &json!("github:acme/*")));
-    assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 75);
-    let again: Value = serde_json::from_slice(&fs::read(&record_path).unwrap()).unwrap();
-    assert_eq!((&again["count"], &again["firstAt"]), (&json!(2), &record["firstAt"]));
+    let record = refusal_record(&sb);
+    assert_eq!((record.count, record.live, record.max, record.deferred), (1, Some(1), Some(1), true));
+    assert_eq!((record.key.as_deref(), record.topic.as_deref()), (Some("acme/widgets"), Some("github:acme/*")));
+    webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(75);
+    let again = refusal_record(&sb);
+    assert_eq!((again.count, &again.first_at), (2, &record.first_at));
     sb.set_limit("2");
-    assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 0);
+    webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
 }
 
 #[test]
@@ -391,29 +370,26 @@ fn wh08_other_refusals_leave_nothing_behind() {
         let mut vars = keyed("acme/widgets", "{}");
         vars.push(("REGISTRY_LOCK_WAIT", "1"));
         let start = Instant::now();
-        let out = spawn(&sb, &vars, BATCH);
+        let out = webhook_spawn(&sb, &vars, BATCH);
         assert!(start.elapsed() < Duration::from_secs(10));
-        assert_eq!(code(&out), 75);
-        assert!(stderr(&out).contains("could not lock"));
+        out.code(75).stderr(predicate::str::contains("could not lock"));
         check_nothing(&sb);
     }
     for limit in ["0", "lots"] {
         sb.set_limit(limit);
-        let out = spawn(&sb, &keyed("acme/widgets", "{}"), BATCH);
-        assert_eq!(code(&out), 75, "{limit}");
-        assert!(stderr(&out).contains("cannot check session capacity"));
-        let record: Value =
-            serde_json::from_slice(&fs::read(sb.state_dir().join("webhook-spawn-refused.json")).unwrap()).unwrap();
-        assert_eq!((&record["live"], &record["max"]), (&Value::Null, &Value::Null));
+        webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)
+            .code(75)
+            .stderr(predicate::str::contains("cannot check session capacity"));
+        let record = refusal_record(&sb);
+        assert_eq!((record.live, record.max), (None, None), "not a capacity decision");
         check_nothing(&sb);
     }
     sb.set_limit("8");
-    let out = spawn(&sb, &[("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux"), ("LOCAL_WEBHOOK_SPAWN_KEY", "acme/w")], BATCH);
-    assert_eq!(code(&out), 75);
+    webhook_spawn(&sb, &[("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux"), ("LOCAL_WEBHOOK_SPAWN_KEY", "acme/w")], BATCH)
+        .code(75);
     check_nothing(&sb);
     fs::write(sb.registry(), b"not json").unwrap();
-    let out = spawn(&sb, &keyed("acme/widgets", "{}"), BATCH);
-    assert_eq!(code(&out), 75);
+    let out = webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(75);
     assert!(
         stderr(&out).contains("does not parse or cannot be read") && stderr(&out).contains("the supervisor repairs it")
     );
@@ -452,9 +428,7 @@ fn wh09_eight_concurrent_spawns_at_limit_four() {
             assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 4);
             let spawns: Vec<Value> = sb.hook_log().into_iter().filter(|l| l["what"] == "spawn").collect();
             assert_eq!(spawns.len(), 4);
-            let record: Value =
-                serde_json::from_slice(&fs::read(sb.state_dir().join("webhook-spawn-refused.json")).unwrap()).unwrap();
-            assert_eq!(record["count"], json!(4));
+            assert_eq!(refusal_record(&sb).count, 4);
         }
     }
 }
@@ -466,24 +440,23 @@ fn wh10_hostile_input() {
         ("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"),
         ("AGENT_BOX_HOOK_SESSION_ARGS", "[\"--model\",\"sonnet\",\"two\\nlines\"]"),
     ];
-    assert_eq!(code(&spawn(&sb, &vars, b"a\0b \xff\n")), 0);
+    webhook_spawn(&sb, &vars, b"a\0b \xff\n").code(0);
     let name = only_name(&sb);
     assert_eq!(sb.entry(&name).unwrap()["extraArgs"], json!(["--model", "sonnet", "two\nlines"]));
     assert!(!fs::read(sb.registry()).unwrap().windows(6).any(|w| w == b"\\u0000"));
     assert!(prompt_of(&sb, &name).ends_with("a\u{fffd}b \u{fffd}"));
     for args in ["not json", "{}", "[1]", "[\"a\\u0000b\"]"] {
         let sb = world();
-        let out = spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"), ("AGENT_BOX_HOOK_SESSION_ARGS", args)], BATCH);
-        assert_eq!(code(&out), 0);
-        assert!(stderr(&out).contains("AGENT_BOX_HOOK_SESSION_ARGS is not a JSON array of strings"));
+        webhook_spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"), ("AGENT_BOX_HOOK_SESSION_ARGS", args)], BATCH)
+            .code(0)
+            .stderr(predicate::str::contains("AGENT_BOX_HOOK_SESSION_ARGS is not a JSON array of strings"));
         assert_eq!(sb.entry(&only_name(&sb)).unwrap()["extraArgs"], json!([]));
     }
     for filler_char in ["x", "'"] {
         let sb = world();
         let mut big: String = (0..20_000).map(|i| format!("[github] event {i} {}\n", filler_char.repeat(40))).collect();
         big.push_str("[github] the newest line\n");
-        let out = spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x")], big.as_bytes());
-        assert_eq!(code(&out), 0);
+        webhook_spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x")], big.as_bytes()).code(0);
         let prompt = prompt_of(&sb, &only_name(&sb));
         let quoted = prompt.len() + 3 * prompt.matches('\'').count();
         assert!(quoted <= 96 * 1024, "{quoted}");
@@ -491,10 +464,12 @@ fn wh10_hostile_input() {
         assert!(prompt.ends_with("[github] the newest line"));
     }
     let sb = world();
-    let out =
-        spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"), ("LOCAL_WEBHOOK_SPAWN_SOURCE", "bad source!")], BATCH);
-    assert_eq!(code(&out), 0);
-    assert!(stderr(&out).contains("the event key or source cannot be claimed"));
+    let out = webhook_spawn(
+        &sb,
+        &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"), ("LOCAL_WEBHOOK_SPAWN_SOURCE", "bad source!")],
+        BATCH,
+    );
+    out.code(0).stderr(predicate::str::contains("the event key or source cannot be claimed"));
     let name = only_name(&sb);
     assert!(sb.entry(&name).unwrap().get("hook").is_none() && sb.lease(&name).is_none());
 }
@@ -503,9 +478,9 @@ fn wh10_hostile_input() {
 fn wh11_a_missing_filter_directory_starts_unsubscribed() {
     let sb = world();
     fs::remove_dir_all(filter_dir(&sb)).unwrap();
-    let out = spawn(&sb, &keyed("acme/x", "{}"), BATCH);
-    assert_eq!(code(&out), 0);
-    assert!(stderr(&out).contains("the session starts unsubscribed, so its CI may start a duplicate"));
+    webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH)
+        .code(0)
+        .stderr(predicate::str::contains("the session starts unsubscribed, so its CI may start a duplicate"));
     let name = only_name(&sb);
     assert!(!prompt_of(&sb, &name).contains("already subscribed"));
     assert!(sb.lease(&name).is_some());
@@ -516,9 +491,9 @@ fn wh11_an_unwritable_lease_directory_is_w8_and_still_accepted() {
     let sb = world();
     fs::create_dir_all(sb.state_dir()).unwrap();
     fs::write(sb.state_dir().join("lease"), b"not a directory").unwrap();
-    let out = spawn(&sb, &keyed("acme/x", "{}"), BATCH);
-    assert_eq!(code(&out), 0);
-    assert!(stderr(&out).contains("could not create the lease for"));
+    webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH)
+        .code(0)
+        .stderr(predicate::str::contains("could not create the lease for"));
     assert!(sb.entry(&only_name(&sb)).is_some());
 }
 
@@ -532,9 +507,8 @@ fn wh12_render_mode_writes_nothing() {
     .unwrap();
     sb.set_env("AGENT_BOX_HOOK_SESSION_ARGS", "not json");
     let before = tree(sb.home());
-    let out = sb.cmd("agent-box-webhook-spawn").args(["--preamble", "github:acme/*", "CI failures"]).output().unwrap();
-    assert_eq!(code(&out), 0);
-    let text = String::from_utf8(out.stdout).unwrap();
+    let out = sb.cmd("agent-box-webhook-spawn").args(["--preamble", "github:acme/*", "CI failures"]).assert().code(0);
+    let text = stdout(&out);
     assert!(text.starts_with("Launch command — what a match starts, with the prompt below:\n  claude\n"));
     assert!(text.contains("'reviewer' from the watch's spawnConfig — IGNORED"));
     assert!(text.contains("IGNORED, not a JSON array of strings"));
@@ -542,8 +516,11 @@ fn wh12_render_mode_writes_nothing() {
     assert!(text.contains("hook-<key>-<hex>") && text.contains("(\"CI failures\")"));
     assert_eq!(tree(sb.home()), before);
     sb.remove_env("AGENT_BOX_DEFAULT_AGENT");
-    let out = sb.cmd("agent-box-webhook-spawn").args(["--preamble", "github:acme/*"]).output().unwrap();
-    assert!(String::from_utf8(out.stdout).unwrap().contains("<the box default harness>"));
+    sb.cmd("agent-box-webhook-spawn")
+        .args(["--preamble", "github:acme/*"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("<the box default harness>"));
 }
 
 #[test]
@@ -553,7 +530,7 @@ fn ls11_a_full_hook_log_is_trimmed_and_made_private() {
     let log = sb.state_dir().join("hook-sessions.jsonl");
     fs::write(&log, (0..400).map(|i| format!("{{\"n\":{i}}}\n")).collect::<String>()).unwrap();
     fs::set_permissions(&log, fs::Permissions::from_mode(0o644)).unwrap();
-    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), BATCH)), 0);
+    webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH).code(0);
     let text = fs::read_to_string(&log).unwrap();
     assert_eq!(text.lines().count(), 200);
     assert!(text.lines().last().unwrap().contains("\"what\":\"spawn\""));
@@ -565,7 +542,7 @@ fn ls12_a_busy_hook_log_skips_the_line_only() {
     let sb = world();
     fs::create_dir_all(sb.state_dir()).unwrap();
     let _held = HeldLock::acquire(&sb.state_dir().join("hook-sessions.jsonl.lock"), Duration::ZERO).unwrap();
-    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), BATCH)), 0);
+    webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH).code(0);
     assert!(sb.hook_log().is_empty());
     assert!(sb.lease(&only_name(&sb)).is_some());
 }
@@ -574,16 +551,16 @@ fn ls12_a_busy_hook_log_skips_the_line_only() {
 fn configuration_errors_drop_the_batch() {
     let mut sb = world();
     sb.remove_env("AGENT_BOX_DEFAULT_AGENT");
-    let out = spawn(&sb, &keyed("acme/x", "{}"), BATCH);
-    assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("AGENT_BOX_DEFAULT_AGENT is not set to a harness name"));
+    webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH)
+        .code(2)
+        .stderr(predicate::str::contains("AGENT_BOX_DEFAULT_AGENT is not set to a harness name"));
     sb.set_env("AGENT_BOX_DEFAULT_AGENT", "nope");
-    let out = spawn(&sb, &keyed("acme/x", "{}"), BATCH);
-    assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("harness 'nope' is not available"));
+    webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH)
+        .code(2)
+        .stderr(predicate::str::contains("harness 'nope' is not available"));
     sb.set_env("AGENT_BOX_DEFAULT_AGENT", "claude");
     sb.set_env("HOME", "relative");
-    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), BATCH)), 2);
+    webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH).code(2);
     assert!(!sb.registry().exists());
 }
 
@@ -603,13 +580,9 @@ fn wh11_a_failed_registry_write_removes_the_filter_and_defers() {
     for (k, v) in keyed("acme/widgets", "{}") {
         cmd.env(k, v);
     }
-    let mut child =
-        unprivileged(&cmd).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(BATCH).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = with_stdin(unprivileged(&cmd), BATCH);
     fs::set_permissions(&conf, fs::Permissions::from_mode(0o700)).unwrap();
-    assert_eq!(code(&out), 75, "{}", stderr(&out));
-    assert!(stderr(&out).contains("nothing of this batch was kept"), "{}", stderr(&out));
+    out.code(75).stderr(predicate::str::contains("nothing of this batch was kept"));
     assert_eq!(fs::read(sb.registry()).unwrap(), before);
     assert_eq!(
         fs::read_dir(filter_dir(&sb)).unwrap().count(),
@@ -625,16 +598,14 @@ fn wh14_a_deferred_batch_retried_three_times_then_accepted_once() {
     sb.set_limit("1");
     filler(&sb);
     for _ in 0..3 {
-        assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 75);
+        webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(75);
     }
-    let record: Value =
-        serde_json::from_slice(&fs::read(sb.state_dir().join("webhook-spawn-refused.json")).unwrap()).unwrap();
-    assert_eq!(record["count"], json!(3));
+    assert_eq!(refusal_record(&sb).count, 3);
     assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0);
     sb.edit_registry(|doc| {
         doc.remove(&registry::SessionName::parse("filler").unwrap());
     });
-    assert_eq!(code(&spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)), 0);
+    webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
     let name = only_name(&sb);
     assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 1);
     assert_eq!(
@@ -654,10 +625,9 @@ fn wh15_the_prompt_carries_the_peers_report() {
         let filter = json!({"enabled": true, "topics": [{"topic": format!("github:acme/{name}"), "include": {"any": []}, "note": "busy\twith it"}]});
         fs::write(filter_dir(&sb).join(format!("filter.agent-{name}.json")), filter.to_string()).unwrap();
     }
-    let peers = sb.cmd("agent-box-session").arg("peers").output().unwrap();
-    assert_eq!(code(&peers), 0);
-    let report = String::from_utf8(peers.stdout).unwrap();
-    assert_eq!(code(&spawn(&sb, &keyed("acme/x", "{}"), BATCH)), 0);
+    let peers = sb.cmd("agent-box-session").arg("peers").assert().code(0);
+    let report = stdout(&peers);
+    webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH).code(0);
     let name = sb.read_registry().names().find(|n| n.starts_with("hook-")).unwrap().to_owned();
     let prompt = prompt_of(&sb, &name);
     assert!(prompt.contains(&format!("\n\n{}\n\n", report.trim_end_matches('\n'))), "peers block missing:\n{prompt}");

@@ -12,9 +12,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use registry::quote::quote_arg;
+
 use super::world::{World, fixtures_dir};
 use crate::bins::bin;
-use crate::quote::shell_quote;
 
 /// A product command is expected to answer well within this; past it the render fails instead of hanging.
 const COMMAND_LIMIT: Duration = Duration::from_secs(60);
@@ -131,7 +132,7 @@ impl Invocation {
 
     fn argv_line(&self) -> String {
         let words = std::iter::once(OsStr::new(&self.shown)).chain(self.args.iter().map(OsString::as_os_str));
-        let quoted: Vec<String> = words.map(|w| shell_quote(&w.to_string_lossy())).collect();
+        let quoted: Vec<String> = words.map(|w| quote_arg(&w.to_string_lossy())).collect();
         format!("$ {}", quoted.join(" "))
     }
 
@@ -143,7 +144,7 @@ impl Invocation {
         env.sort_by(|a, b| a.0.cmp(&b.0));
         for (key, value) in env {
             let line = match value {
-                Some(v) => format!("[env] {key}={}\n", shell_quote(&v.to_string_lossy())),
+                Some(v) => format!("[env] {key}={}\n", quote_arg(&v.to_string_lossy())),
                 None => format!("[env] {key} (unset)\n"),
             };
             out.extend_from_slice(line.as_bytes());

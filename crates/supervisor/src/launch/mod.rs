@@ -18,7 +18,6 @@ mod facts;
 mod fields;
 mod files;
 mod prompt;
-mod quote;
 mod resolve;
 mod script;
 #[cfg(test)]
@@ -34,7 +33,7 @@ use crate::side::SideFile;
 
 pub use argv::remote_control_name;
 pub use prompt::restart_notice;
-pub use quote::{is_bare_byte, quote};
+pub use registry::quote::{is_bare_byte, quote};
 pub use resolve::{kind_of, post_mortem_shell};
 pub use script::command_line;
 

@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use serde_json::json;
 
 use super::*;
-use crate::launch::quote::quote;
 use crate::launch::{GenArg, render_script};
+use registry::quote::quote;
 
 /// Where the recorders write, and the marker an injection would create.
 struct Recorders {

@@ -1,14 +1,11 @@
 //! Self-heal and seeding across processes (10-registry §15 items 6 and 7).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 fn heal(registry: &Path, seed: Option<&Path>, passes: u32) -> Vec<String> {
     let mut cmd = example_cmd("regctl");

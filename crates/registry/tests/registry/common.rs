@@ -1,5 +1,4 @@
 //! Helpers shared by the registry's process-level tests: example binaries, holders, waits.
-#![allow(dead_code)]
 
 use std::fs;
 use std::io::{BufRead, BufReader};

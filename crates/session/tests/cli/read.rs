@@ -1,12 +1,11 @@
 //! Black-box tests of the read-only verbs of agent-box-session (`ls`, `peers`, `capacity`, `leases`, `log`;
 //! 50-session-cli §15 items 1, 2, 3, 10 and 80 CL12, CL14, RG08): the real binary, a temporary HOME, a private
 //! tmux socket.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use agent_box_tests::fixtures::{code, session, stderr, stdout};
+use agent_box_tests::fixtures::{predicate, session, stderr, stdout};
 use agent_box_tests::{Sandbox, wait_until};
 use lease::{Expect, LeaseDir, Outcome};
 use registry::SessionName;
@@ -21,10 +20,7 @@ To see what one is doing, read its pane (tmux -L agent-box capture-pane -pt NAME
 
 /// Runs a verb that must succeed without a word on stderr; returns its stdout.
 fn quiet(sb: &Sandbox, args: &[&str]) -> String {
-    let out = session(sb, args);
-    assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
-    assert_eq!(stderr(&out), "", "{args:?}");
-    stdout(&out)
+    stdout(&session(sb, args).code(0).stderr(""))
 }
 
 /// Starts a pane that idles, with an optional shell command run first.
@@ -194,8 +190,7 @@ fn cl01_an_unparseable_registry_warns_m33_and_exits_0() {
     let sb = Sandbox::new();
     sb.write_registry("{\"sessions\": {\"a\": {}}} trailing");
     pane(&sb, "a");
-    let out = session(&sb, &["ls"]);
-    assert_eq!(code(&out), 0);
+    let out = session(&sb, &["ls"]).code(0);
     let registry = sb.registry().display().to_string();
     let warning = stderr(&out);
     assert!(
@@ -203,9 +198,8 @@ fn cl01_an_unparseable_registry_warns_m33_and_exits_0() {
         "{warning}"
     );
     assert!(warning.ends_with("); showing no listed session\n") && warning.lines().count() == 1, "{warning}");
-    assert_eq!(stdout(&out), "NAME                     HARNESS  STATE\na                        -        unmanaged\n");
-    let json = session(&sb, &["ls", "--json"]);
-    assert_eq!(code(&json), 0);
+    out.stdout("NAME                     HARNESS  STATE\na                        -        unmanaged\n");
+    let json = session(&sb, &["ls", "--json"]).code(0);
     assert_eq!(parse_json(&stdout(&json))["registry"], "unreadable");
 }
 
@@ -214,12 +208,7 @@ fn cl01_tmux_unavailable_warns_m32_and_assumes_no_pane() {
     let mut sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
     sb.set_env("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux");
-    let out = session(&sb, &["ls", "--json"]);
-    assert_eq!(code(&out), 0);
-    assert_eq!(
-        stderr(&out),
-        "agent-box-session: cannot ask tmux which sessions are live (tmux did not run); every state below assumes no pane is up\n"
-    );
+    let out = session(&sb, &["ls", "--json"]).code(0).stderr("agent-box-session: cannot ask tmux which sessions are live (tmux did not run); every state below assumes no pane is up\n");
     let json = parse_json(&stdout(&out));
     assert_eq!((json["tmux"].clone(), json["sessions"][0]["state"].clone()), (json!("unavailable"), json!("starting")));
 }
@@ -345,10 +334,9 @@ fn cl02_a_missing_tmux_binary_is_exit_1_with_m34_and_no_output() {
     let mut sb = Sandbox::new();
     sb.set_env("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux");
     for args in [&["peers"][..], &["peers", "--json"][..]] {
-        let out = session(&sb, args);
-        assert_eq!(code(&out), 1, "{args:?}");
+        let out = session(&sb, args).code(1);
         assert_eq!(stdout(&out), "", "{args:?}");
-        assert_eq!(stderr(&out), "agent-box-session: cannot ask tmux which sessions are live (tmux did not run)\n");
+        out.stderr("agent-box-session: cannot ask tmux which sessions are live (tmux did not run)\n");
     }
 }
 
@@ -378,8 +366,7 @@ fn rg08_cl03_read_only_verbs_on_a_fresh_home_create_nothing() {
         &["log"],
         &["log", "-n", "5"],
     ] {
-        let out = session(&sb, args);
-        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        session(&sb, args).code(0);
     }
     assert_eq!(tree(sb.home()), before, "a read-only verb created something under HOME");
     assert_eq!(quiet(&sb, &["capacity"]), "{\"used\": 0, \"max\": 8}\n");
@@ -410,9 +397,8 @@ fn capacity_json_lists_the_sets_and_a_policy_error_is_75() {
         json!({"version": 1, "used": 1, "max": 8, "free": 7, "live": ["d"], "counted": ["a"], "died": ["d"]})
     );
     sb.set_limit("many");
-    let out = session(&sb, &["capacity"]);
-    assert_eq!((code(&out), stdout(&out)), (75, String::new()));
-    assert!(stderr(&out).starts_with("agent-box-session: cannot check session capacity: the session limit must be"));
+    let refusal = "agent-box-session: cannot check session capacity: the session limit must be";
+    session(&sb, &["capacity"]).code(75).stdout("").stderr(predicate::str::starts_with(refusal));
 }
 
 #[test]
@@ -478,10 +464,10 @@ fn cl10_log_prints_the_newest_records_oldest_first() {
     assert_eq!(all.lines().count(), 6);
     assert_eq!(all.lines().nth(2), Some("? ?     torn line"));
     for bad in ["0", "x", "+3", "99999999999"] {
-        let out = session(&sb, &["log", "-n", bad]);
-        assert_eq!(code(&out), 2, "{bad}");
-        assert_eq!(stdout(&out), "");
-        assert_eq!(stderr(&out), format!("agent-box-session: -n wants a whole number of at least 1, not '{bad}'\n"));
+        session(&sb, &["log", "-n", bad])
+            .code(2)
+            .stdout("")
+            .stderr(format!("agent-box-session: -n wants a whole number of at least 1, not '{bad}'\n"));
     }
 }
 

@@ -1,15 +1,12 @@
 //! Concurrent and killed writers: no lost update, no torn file, no temp that survives cleanup
 //! (issue proof items; 80 RG12, RG13; 90 Q6, Q7 at test scale).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::fs;
 use std::io::Read;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use rand::{RngExt, SeedableRng};

@@ -1,7 +1,4 @@
 //! The registry lock across processes (10-registry §15 item 4, 80 RG01–RG06 at library level).
-#![allow(clippy::unwrap_used, clippy::expect_used, unsafe_code)]
-
-mod common;
 
 use std::fs;
 use std::os::fd::AsRawFd;
@@ -10,7 +7,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 fn registry_in(dir: &tempfile::TempDir) -> std::path::PathBuf {
     dir.path().join("sessions.json")
@@ -142,6 +139,7 @@ fn a_read_only_directory_refuses_and_leaves_no_temp() {
 }
 
 /// Puts `fd` at descriptor number `at` in the child (without close-on-exec).
+#[allow(unsafe_code)]
 fn pass_fd(cmd: &mut Command, fd: i32, at: i32) {
     unsafe {
         cmd.pre_exec(move || {

@@ -1,8 +1,21 @@
-//! Shell quoting `Q` of 30-supervisor §12.6: the only way a variable byte string enters the pane script.
+//! Shell quoting, the one quoter of the workspace, with its two rules of which bytes stay bare:
+//! - [`quote`] is `Q` of 30-supervisor §12.6, the only way a variable byte string enters a pane script. `=` is
+//!   quoted: a bare `a=b` in command position is an assignment.
+//! - [`quote_arg`] is the rule of 60-webhook-spawn §10.2 (`--preamble` prints the launch command), also used by
+//!   the harness and xtask to echo commands for a person to copy: `=` stays bare (`--model=sonnet`), which is
+//!   safe there because such a word never stands in command position.
+//!
+//! Either way a word that is not bare is single-quoted with each `'` written as `'\''`.
 
-/// The bytes a word may consist of and still be written bare: none of them means anything to POSIX sh.
+/// The bytes a word may consist of and still be written bare by [`quote`]: none of them means anything to POSIX
+/// sh in any position.
 pub fn is_bare_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'@' | b'%' | b'+' | b':' | b',' | b'.' | b'/' | b'-')
+}
+
+/// The bytes [`quote_arg`] leaves bare: those of [`is_bare_byte`] and `=`.
+pub fn is_bare_arg_byte(byte: u8) -> bool {
+    is_bare_byte(byte) || byte == b'='
 }
 
 /// `Q(arg)`: bare when non-empty and every byte is safe, else single-quoted with each `'` as `'\''`.
@@ -12,10 +25,22 @@ pub fn quote(arg: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A word after the command (an argument, an environment value) for a person to read or copy (§10.2).
+pub fn quote_arg(word: &str) -> String {
+    let mut out = Vec::with_capacity(word.len() + 2);
+    push_with(&mut out, word.as_bytes(), is_bare_arg_byte);
+    // Quoting only adds ASCII around and between whole UTF-8 sequences, so the text stays UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Appends `Q(arg)` to `out`.
 pub fn push_quoted(out: &mut Vec<u8>, arg: &[u8]) {
+    push_with(out, arg, is_bare_byte);
+}
+
+fn push_with(out: &mut Vec<u8>, arg: &[u8], bare: fn(u8) -> bool) {
     // Byte by byte, never a line-anchored pattern: `j\n` must not pass as bare (§12.6).
-    if !arg.is_empty() && arg.iter().all(|&b| is_bare_byte(b)) {
+    if !arg.is_empty() && arg.iter().all(|&b| bare(b)) {
         out.extend_from_slice(arg);
         return;
     }
@@ -74,6 +99,28 @@ mod tests {
         for byte in 0u8..=255 {
             let expected_bare = byte.is_ascii_alphanumeric() || b"_@%+:,./-".contains(&byte);
             assert_eq!(is_bare_byte(byte), expected_bare, "byte {byte:#04x}");
+        }
+    }
+
+    #[test]
+    fn arguments_also_keep_equals_signs_bare() {
+        for (word, quoted) in [
+            ("--model=sonnet", "--model=sonnet"),
+            ("cargo", "cargo"),
+            ("nix/package.nix", "nix/package.nix"),
+            ("-D", "-D"),
+            ("", "''"),
+            ("a b", "'a b'"),
+            ("*.nix", "'*.nix'"),
+            ("$HOME", "'$HOME'"),
+            ("it's", r"'it'\''s'"),
+            ("~", "'~'"),
+            ("é", "'é'"),
+        ] {
+            assert_eq!(quote_arg(word), quoted, "{word:?}");
+        }
+        for byte in 0u8..=255 {
+            assert_eq!(is_bare_arg_byte(byte), is_bare_byte(byte) || byte == b'=', "byte {byte:#04x}");
         }
     }
 

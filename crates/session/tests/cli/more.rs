@@ -1,6 +1,5 @@
 //! More black-box scenarios of agent-box-session (80 CL11, RG11, LS06, LS07, H11): the exit-code table, a
 //! read-only registry directory, lease clean-up on `rm`, torn leases, and a decoy tmux environment.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -10,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use agent_box_tests::fixtures::{code, pane, session, stderr, stdout};
+use agent_box_tests::fixtures::{OutputAssertExt, code, pane, session, stderr, stdout};
 use agent_box_tests::privilege::{chown_tree, unprivileged};
 use agent_box_tests::{HeldLock, Sandbox, wait_until};
+use agent_box_types::report::{LsReport, PeersReport};
 use registry::SessionName;
 use serde_json::{Value, json};
 use tmux::TmuxApi;
@@ -194,9 +194,9 @@ fn rg11_a_read_only_registry_directory_refuses_add_and_leaves_no_temp() {
         fs::set_permissions(&conf, fs::Permissions::from_mode(0o500)).unwrap();
         let mut cmd = sb.cmd("agent-box-session");
         cmd.args(["add", "x", "--harness", "tool"]);
-        let out = unprivileged(&cmd).stdin(Stdio::null()).output().unwrap();
+        let out = unprivileged(&cmd).stdin(Stdio::null()).assert();
         fs::set_permissions(&conf, fs::Permissions::from_mode(0o700)).unwrap();
-        assert_eq!(code(&out), expected, "lock file present: {lock_present}: {}", stderr(&out));
+        let out = out.code(expected);
         assert_eq!(stderr(&out).lines().count(), 1, "one line: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{}", stderr(&out));
         assert_eq!(snapshot(&conf), before, "registry unchanged, no temp left");
@@ -211,8 +211,7 @@ fn ls06_rm_twice_clears_the_lease_with_exactly_one_end_record() {
     pane(&sb, "hook-a");
     sb.create_lease("hook-a");
     for round in 0..2 {
-        let out = session(&sb, &["rm", "hook-a"]);
-        assert_eq!((code(&out), stdout(&out)), (0, "session 'hook-a' removed\n".to_owned()), "rm #{round}");
+        session(&sb, &["rm", "hook-a"]).code(0).stdout("session 'hook-a' removed\n");
         assert!(sb.lease("hook-a").is_none() && !sb.lease_path("hook-a").exists(), "rm #{round}");
         assert!(sb.entry("hook-a").is_none() && !sb.is_live("hook-a"));
     }
@@ -230,16 +229,14 @@ fn ls07_a_torn_lease_reads_unreadable_never_unresolved_and_is_never_rewritten() 
     fs::write(sb.lease_path("hook-t"), b"{\"topic\":").unwrap();
     let row = |text: &str| text.lines().find(|l| l.starts_with("hook-t ")).map(str::to_owned);
     let check = |when: &str, state: &str| {
-        let ls = session(&sb, &["ls"]);
-        assert_eq!(code(&ls), 0);
+        let ls = session(&sb, &["ls"]).code(0);
         assert_eq!(row(&stdout(&ls)), Some(format!("{:<24} {:<8} {state}", "hook-t", "tool")), "{when}");
         assert!(!stdout(&ls).contains("UNRESOLVED"), "{when}: {}", stdout(&ls));
-        let leases = session(&sb, &["leases"]);
-        assert_eq!(code(&leases), 0);
+        let leases = session(&sb, &["leases"]).code(0);
         let line = row(&stdout(&leases)).unwrap_or_default();
         assert_eq!(line.split_whitespace().nth(1), Some("unreadable"), "{when}: {}", stdout(&leases));
-        let json: Value = serde_json::from_slice(&session(&sb, &["ls", "--json"]).stdout).unwrap();
-        assert_eq!(json["sessions"][0]["unresolved"], Value::Null, "{when}");
+        let ls: LsReport = serde_json::from_str(&stdout(&session(&sb, &["ls", "--json"]).code(0))).unwrap();
+        assert_eq!(ls.sessions[0].unresolved, None, "{when}");
         assert_eq!(fs::read(sb.lease_path("hook-t")).unwrap(), b"{\"topic\":", "{when}: byte-identical");
     };
     check("before the start", "starting");
@@ -275,18 +272,14 @@ fn h11_a_decoy_tmux_environment_is_never_contacted() {
     sb.set_env("TMUX_TMPDIR", &decoy_dir);
     sb.set_env("TMUX", format!("{},4242,0", decoy_default.display()));
     sb.set_env("TMUX_PANE", "%0");
-    let ls = session(&sb, &["ls"]);
-    assert_eq!(code(&ls), 0, "{}", stderr(&ls));
+    let ls = session(&sb, &["ls"]).code(0);
     assert!(stdout(&ls).contains(&format!("{:<24} {:<8} live", "main", "tool")), "{}", stdout(&ls));
-    let peers = session(&sb, &["peers", "--json"]);
-    assert_eq!(code(&peers), 0, "{}", stderr(&peers));
-    let json: Value = serde_json::from_slice(&peers.stdout).unwrap();
-    assert_eq!(json["self"], Value::Null, "a $TMUX of another socket names nobody");
-    let names: Vec<&str> = json["sessions"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let peers: PeersReport = serde_json::from_str(&stdout(&session(&sb, &["peers", "--json"]).code(0))).unwrap();
+    assert_eq!(peers.me, None, "a $TMUX of another socket names nobody");
+    let names: Vec<&str> = peers.sessions.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["main", "other"]);
-    assert_eq!(code(&session(&sb, &["peers"])), 0);
-    let rm = session(&sb, &["rm", "main"]);
-    assert_eq!(code(&rm), 0, "{}", stderr(&rm));
+    session(&sb, &["peers"]).code(0);
+    session(&sb, &["rm", "main"]).code(0);
     assert!(!sb.is_live("main") && sb.is_live("other"), "rm acted on the box server");
     for (path, listener) in &listeners {
         match listener.accept() {
@@ -298,6 +291,6 @@ fn h11_a_decoy_tmux_environment_is_never_contacted() {
     let pane_id = sb.tmux().display(&SessionName::parse("other").unwrap(), "#{pane_id}").unwrap();
     sb.set_env("TMUX", format!("{},4242,0", sb.tmux().socket_path().display()));
     sb.set_env("TMUX_PANE", pane_id.trim());
-    let json: Value = serde_json::from_slice(&session(&sb, &["peers", "--json"]).stdout).unwrap();
-    assert_eq!(json["self"], json!("other"));
+    let peers: PeersReport = serde_json::from_str(&stdout(&session(&sb, &["peers", "--json"]).code(0))).unwrap();
+    assert_eq!(peers.me.as_deref(), Some("other"));
 }
