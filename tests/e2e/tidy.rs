@@ -134,3 +134,99 @@ fn every_listed_scenario_has_a_test_and_every_scenario_test_is_listed() {
     assert!(untested.is_empty(), "IDs in tests/acceptance-ids.txt without a test: {untested:?}");
     assert!(unknown.is_empty(), "tests named after IDs not in tests/acceptance-ids.txt: {unknown:?}");
 }
+
+/// The dependencies a manifest declares, by section (`dependencies`, `dev-dependencies`, `build-dependencies`),
+/// as the names code uses (`fd-lock` is `fd_lock`; a renamed workspace dependency by its key, `registry`).
+fn declared_dependencies(manifest: &str) -> Vec<(String, String)> {
+    let mut section = String::new();
+    let mut declared = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_owned();
+        } else if section.ends_with("dependencies") && !line.is_empty() && !line.starts_with('#') {
+            let key = line.split(['=', '.']).next().unwrap_or("").trim();
+            declared.push((section.clone(), key.replace('-', "_")));
+        }
+    }
+    declared
+}
+
+/// True when Rust `source` names crate `name` as a path outside comment lines: `name::…`, `use name`, or
+/// `extern crate name`.
+fn names_crate(source: &str, name: &str) -> bool {
+    let code: String = source.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let source = code.as_str();
+    let boundary =
+        |text: &str, at: usize| text[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric() && c != '_');
+    [format!("{name}::"), format!("use {name};"), format!("use {name} "), format!("extern crate {name}")]
+        .iter()
+        .any(|needle| source.match_indices(needle.as_str()).any(|(at, _)| boundary(source, at)))
+}
+
+/// The declared dependencies of a crate no source of its kind names: `[dependencies]` and `[build-dependencies]`
+/// must be used by `src/` (and `build.rs`), `[dev-dependencies]` by the tests, examples, benches or `src/`.
+fn unused_dependencies(manifest: &str, sources: &[(PathBuf, String)], crate_dir: &Path) -> Vec<String> {
+    let under = |dirs: &[&str]| -> Vec<&str> {
+        sources
+            .iter()
+            .filter(|(p, _)| dirs.iter().any(|d| p.starts_with(crate_dir.join(d))))
+            .map(|(_, text)| text.as_str())
+            .collect()
+    };
+    let normal = under(&["src", "build.rs"]);
+    let dev = under(&["src", "tests", "examples", "benches", "e2e"]);
+    declared_dependencies(manifest)
+        .into_iter()
+        .filter(|(section, name)| {
+            let texts = if section == "dev-dependencies" { &dev } else { &normal };
+            !texts.iter().any(|text| names_crate(text, name))
+        })
+        .map(|(section, name)| format!("[{section}] {name}"))
+        .collect()
+}
+
+/// The workspace members (the `members` list of the root manifest).
+fn members() -> Vec<PathBuf> {
+    let manifest = fs::read_to_string(workspace_root().join("Cargo.toml")).unwrap();
+    let list = manifest.split("members = [").nth(1).unwrap().split(']').next().unwrap();
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .map(|m| workspace_root().join(m))
+        .collect()
+}
+
+#[test]
+fn no_crate_declares_a_dependency_it_does_not_use() {
+    let sources: Vec<(PathBuf, String)> =
+        rust_files().into_iter().map(|p| (p.clone(), fs::read_to_string(&p).unwrap())).collect();
+    let mut offenders = Vec::new();
+    for member in members() {
+        let manifest = fs::read_to_string(member.join("Cargo.toml")).unwrap();
+        for unused in unused_dependencies(&manifest, &sources, &member) {
+            offenders.push(format!("{}: {unused}", relative(&member)));
+        }
+    }
+    assert!(offenders.is_empty(), "dependencies declared and never named in code; remove them: {offenders:#?}");
+}
+
+#[test]
+fn the_unused_dependency_detector_works() {
+    let dir = Path::new("/w/crates/x");
+    let manifest = "[package]\nname = \"x\"\n\n[dependencies]\nregistry.workspace = true\nfd-lock = \"4\"\nserde = { workspace = true }\n\n[dev-dependencies]\ntempfile.workspace = true\n";
+    let src = |text: &str| (dir.join("src/lib.rs"), text.to_owned());
+    let used = [
+        src("use registry::Paths;\nfn f() { let _ = fd_lock::RwLock::new(1); }\nuse serde::Serialize;"),
+        (dir.join("tests/t.rs"), "tempfile::tempdir()".to_owned()),
+    ];
+    assert!(unused_dependencies(manifest, &used, dir).is_empty());
+    let unused = [
+        src("use registry::Paths; // not_fd_lock::x\nstruct Xserde;"),
+        (dir.join("src/other.rs"), "fn tempdir() {}".to_owned()),
+    ];
+    assert_eq!(
+        unused_dependencies(manifest, &unused, dir),
+        ["[dependencies] fd_lock", "[dependencies] serde", "[dev-dependencies] tempfile"],
+        "a crate name inside another identifier does not count"
+    );
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use agent_box_tests::HeldLock;
+use agent_box_tests::{HeldLock, privilege};
 use lease::*;
 use registry::{Document, SessionName};
 use serde_json::{Value, json};
@@ -224,14 +224,9 @@ fn ls_11_6_read_only_directory_changes_nothing_even_as_root() {
     let before = fs::read(fx.lease_file("hook-a")).unwrap();
     let dir = fx.state.join("lease");
     let unprivileged = |op: &str| -> (bool, String) {
-        let mut cmd = if nix::unistd::geteuid().is_root() {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(example("leasectl"));
-            c
-        } else {
-            Command::new(example("leasectl"))
-        };
-        let out = cmd.arg(&dir).arg(fx.state.join("hook-sessions.jsonl")).args([op, "hook-a"]).output().unwrap();
+        let mut cmd = Command::new(example("leasectl"));
+        cmd.arg(&dir).arg(fx.state.join("hook-sessions.jsonl")).args([op, "hook-a"]);
+        let out = privilege::unprivileged(&cmd).output().unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
     };
     std::os::unix::fs::chown(fx.state.as_path(), Some(65534), Some(65534)).unwrap();
