@@ -76,7 +76,7 @@ impl Sandbox {
 
     /// The registry's lock file (`sessions.json.lock`).
     pub fn registry_lock_file(&self) -> PathBuf {
-        self.registry().with_extension("json.lock")
+        self.paths().lock_file()
     }
 
     /// Holds the registry lock from this test process (another description, as another writer would) until the
@@ -169,15 +169,15 @@ impl Sandbox {
     }
 
     pub fn side_file(&self, name: &str) -> PathBuf {
-        self.state_dir().join("session").join(format!("{name}.json"))
+        self.paths().side_dir().join(format!("{name}.json"))
     }
 
     pub fn launch_file(&self, name: &str) -> PathBuf {
-        self.state_dir().join("session").join(format!("{name}.launch"))
+        self.paths().side_dir().join(format!("{name}.launch"))
     }
 
     pub fn lease_path(&self, name: &str) -> PathBuf {
-        self.state_dir().join("lease").join(format!("{name}.json"))
+        self.paths().lease_dir().join(format!("{name}.json"))
     }
 
     /// The lease document, if present and JSON.
@@ -187,13 +187,13 @@ impl Sandbox {
 
     /// Creates a lease for `name` like webhook-spawn does; returns its gen.
     pub fn create_lease(&self, name: &str) -> String {
-        let leases = lease::LeaseDir::new(self.state_dir().join("lease"));
+        let leases = lease::LeaseDir::new(self.paths().lease_dir());
         leases.create(&SessionName::parse(name).unwrap(), "github:acme/widgets", Some("7"), None).unwrap().to_string()
     }
 
     /// The hook log's parsed lines.
     pub fn hook_log(&self) -> Vec<Value> {
-        fs::read_to_string(self.state_dir().join("hook-sessions.jsonl"))
+        fs::read_to_string(self.paths().hook_log())
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())

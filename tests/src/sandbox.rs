@@ -38,6 +38,8 @@ pub struct Sandbox {
     tracked: Mutex<Vec<Child>>,
     temp: Option<tempfile::TempDir>,
     slot: Option<Slot>,
+    /// Where [`Sandbox::cmd`] finds the products, when not the build's own directory (the bench's baseline).
+    bin_dir: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -68,8 +70,17 @@ impl Sandbox {
         fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
         let (tmux_dir, socket) = private_tmux_dir();
         write_fixtures(&root);
-        let mut sandbox =
-            Self { root, home, tmux_dir, socket, env: BTreeMap::new(), tracked: Mutex::new(Vec::new()), temp, slot };
+        let mut sandbox = Self {
+            root,
+            home,
+            tmux_dir,
+            socket,
+            env: BTreeMap::new(),
+            tracked: Mutex::new(Vec::new()),
+            temp,
+            slot,
+            bin_dir: None,
+        };
         sandbox.base_env(&epilogue, &real_tmux);
         sandbox
     }
@@ -117,16 +128,17 @@ impl Sandbox {
     pub fn tmux_dir(&self) -> &Path {
         &self.tmux_dir
     }
-    /// The registry every product process of this sandbox uses (the default path under HOME).
-    pub fn registry(&self) -> PathBuf {
-        self.home.join(".config/agent-box/sessions.json")
-    }
-    pub fn state_dir(&self) -> PathBuf {
-        self.home.join(".local/state/agent-box")
-    }
+    /// The per-user paths every product process of this sandbox resolves (registry::Paths, the one layout).
     pub fn paths(&self) -> registry::Paths {
         registry::Paths::for_root(&self.home, "agent")
             .with_capacity_files(self.root.join("session-limit"), self.root.join("meminfo"))
+    }
+    /// The registry every product process of this sandbox uses (the default path under HOME).
+    pub fn registry(&self) -> PathBuf {
+        self.paths().registry().to_path_buf()
+    }
+    pub fn state_dir(&self) -> PathBuf {
+        self.paths().state_dir().to_path_buf()
     }
     /// The path of the epilogue product processes run.
     pub fn epilogue(&self) -> PathBuf {
@@ -147,9 +159,15 @@ impl Sandbox {
         self.env.remove(key);
     }
 
+    /// Runs the products of `dir` instead of this build's (the bench runs a baseline revision's binaries).
+    pub fn set_bin_dir(&mut self, dir: PathBuf) {
+        self.bin_dir = Some(dir);
+    }
+
     /// A product binary with exactly the sandbox environment, run in HOME.
     pub fn cmd(&self, product: &str) -> Command {
-        let mut cmd = Command::new(bin(product));
+        let program = self.bin_dir.as_ref().map_or_else(|| bin(product), |dir| dir.join(product));
+        let mut cmd = Command::new(program);
         cmd.env_clear().envs(&self.env).current_dir(&self.home);
         cmd
     }

@@ -14,8 +14,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use registry::SessionName;
@@ -194,7 +193,8 @@ impl Crash {
         let mut child = cmd.spawn().context(|| format!("starting {}", cmd.get_program().to_string_lossy()))?;
         if let Some(delay) = delay {
             std::thread::sleep(delay);
-            kill_child(&child);
+            // Not yet waited for, so the pid cannot have been reused: at worst it names our own zombie.
+            let _ = child.kill();
         }
         let status = child.wait().context(|| "waiting for a writer".into())?;
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
@@ -271,7 +271,7 @@ impl Crash {
             }
             Ok(true)
         })?;
-        println!("{SECTION}: every entry parked; one tick with HOME={}", self.world.root.home.display());
+        println!("{SECTION}: every entry parked; one tick with HOME={}", self.world.root.paths.home().display());
         let mut cmd = self.world.sandbox.cmd("agent-box-supervisor");
         cmd.arg("--once").stdin(Stdio::null());
         let out = output(&mut cmd).context(|| "running agent-box-supervisor --once".into())?;
@@ -297,13 +297,6 @@ fn echo_writer(cmd: &Command, base: &[(OsString, OsString)]) -> String {
     let line = echo_product(cmd);
     let command = line.strip_prefix("$ ").unwrap_or(&line);
     if extra.is_empty() { format!("$ {command}") } else { format!("$ {} {command}", extra.join(" ")) }
-}
-
-fn kill_child(child: &Child) {
-    // Not yet waited for, so the pid cannot have been reused: at worst it names our own zombie.
-    if let Ok(pid) = i32::try_from(child.id()) {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-    }
 }
 
 /// The last `committed <n>` an rmw run printed before it ended.

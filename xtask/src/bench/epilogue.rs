@@ -13,9 +13,10 @@ use lease::{HookLog, LeaseDir, SpawnRecord};
 use registry::{Document, SessionName};
 use serde_json::Value;
 
+use super::baseline::Baseline;
 use super::fail::{Context, Failure, Outcome, fail};
 use super::report::{Bar, Metric, Scope, Unit};
-use super::runner::{Paired, interleaved, time_once};
+use super::runner::{Paired, alternated, interleaved, time_once};
 use super::world::{
     BenchRoot, Kind, command_in, echo_product, numbered, output, print_sandbox_env, registry_bytes, sandbox_env,
 };
@@ -55,10 +56,11 @@ impl Fixture {
         let mut names = vec![(MAIN.to_owned(), Kind::Plain), (HOOK.to_owned(), Kind::Hook)];
         names.extend(numbered("session", 18, Kind::Plain));
         let registry = registry_bytes(&names)?;
-        fs::write(&root.registry, &registry).context(|| format!("writing {}", root.registry.display()))?;
+        fs::write(root.paths.registry(), &registry)
+            .context(|| format!("writing {}", root.paths.registry().display()))?;
         let hook = SessionName::parse(HOOK).context(|| "hook name".into())?;
-        let log = HookLog::new(root.hook_log());
-        let leases = LeaseDir::new(root.lease_dir());
+        let log = HookLog::new(root.paths.hook_log());
+        let leases = LeaseDir::new(root.paths.lease_dir());
         let gen_ = leases
             .create(&hook, "github:acme/widgets", Some("7"), Some(&log))
             .context(|| "creating the lease".into())?;
@@ -69,7 +71,7 @@ impl Fixture {
         let read = |p: &Path| fs::read(p).context(|| format!("reading {}", p.display()));
         Ok(Self {
             lease: read(&lease_path)?,
-            hook_log: read(&root.hook_log())?,
+            hook_log: read(&root.paths.hook_log())?,
             lease_path,
             registry,
             gen_: gen_.to_string(),
@@ -80,9 +82,9 @@ impl Fixture {
     /// Puts the registry, the lease and the hook log back (outside the timed region, Q-3.2).
     fn restore(&self) -> Outcome<()> {
         for (path, bytes) in [
-            (&self.root.registry, &self.registry),
+            (self.root.paths.registry(), &self.registry),
             (&self.lease_path, &self.lease),
-            (&self.root.hook_log(), &self.hook_log),
+            (&self.root.paths.hook_log(), &self.hook_log),
         ] {
             fs::write(path, bytes).context(|| format!("restoring {}", path.display()))?;
         }
@@ -90,7 +92,7 @@ impl Fixture {
     }
 
     fn entry(&self, name: &str) -> Outcome<serde_json::Map<String, Value>> {
-        let bytes = fs::read(&self.root.registry).context(|| "reading the registry".into())?;
+        let bytes = fs::read(self.root.paths.registry()).context(|| "reading the registry".into())?;
         let doc = Document::parse(&bytes).map_err(|e| Failure(format!("the registry is not valid: {e}")))?;
         doc.entry(name).map(|e| e.raw().clone()).context(|| format!("entry {name} is gone"))
     }
@@ -128,7 +130,7 @@ impl Case {
                     return fail(format!("agent-box-mark-stopped {HOOK} 3 GEN did not set died: 3"));
                 }
                 let lease = fs::read_to_string(&fixture.lease_path).unwrap_or_default();
-                let log = fs::read(fixture.root.hook_log()).unwrap_or_default();
+                let log = fs::read(fixture.root.paths.hook_log()).unwrap_or_default();
                 if !lease.contains("\"died:3\"") || log.len() <= fixture.hook_log.len() {
                     return fail("the hook crash did not mark the lease died:3 and append its end record");
                 }
@@ -150,12 +152,15 @@ pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     sizes(bench, &baked, metrics)?;
 
     let fixture = Fixture::create(&bench.root)?;
-    let fs_type = facts::fs_type(&bench.root.state);
+    let fs_type = facts::fs_type(bench.root.paths.state_dir());
     let clean = measure(&fixture, &baked, Case::Clean, &env, &home)?;
     push_case(metrics, &format!("(a) mark-stopped main 0, 20 entries, {fs_type}"), &clean, true);
     let crash = measure(&fixture, &baked, Case::HookCrash, &env, &home)?;
     push_case(metrics, &format!("(b) leased hook crash, gen matches, {fs_type}"), &crash, false);
     on_tmpfs(&env, &home, metrics)?;
+    if let Some(baseline) = &bench.baseline {
+        against_baseline(&fixture, &baked, baseline, &env, &home, metrics)?;
+    }
 
     if let Some(hyperfine) = &bench.tools.hyperfine {
         hyperfine_check(bench, hyperfine, &fixture, &baked, &env, &home, metrics)?;
@@ -182,6 +187,54 @@ fn measure(fixture: &Fixture, baked: &Path, case: Case, env: &[(OsString, OsStri
     case.verify(fixture)?;
     let mut baseline = command_in(env, home, Path::new("/bin/true"));
     interleaved(&mut cmd, &mut baseline, WARMUP, RUNS, || fixture.restore())
+}
+
+/// case (a) of this build and of the baseline, alternately (A B A B …, the registry restored before each
+/// run), and the two baked sizes (Q2).
+fn against_baseline(
+    fixture: &Fixture,
+    baked: &Path,
+    baseline: &Baseline,
+    env: &[(OsString, OsString)],
+    home: &Path,
+    metrics: &mut Vec<Metric>,
+) -> Outcome<()> {
+    let old = baseline.baked()?;
+    let label = baseline.label();
+    let size = |p: &Path| fs::metadata(p).map(|m| m.len() as f64).context(|| format!("size of {}", p.display()));
+    let (new_size, old_size) = (size(baked)?, size(old)?);
+    metrics.push(
+        Metric::single(SECTION, "size, profile epilogue, this build", Unit::Bytes, new_size).against_baseline(
+            new_size / old_size,
+            &label,
+            false,
+        ),
+    );
+    metrics.push(Metric::single(SECTION, format!("    size, profile epilogue, {label}"), Unit::Bytes, old_size));
+    let command = |binary: &Path| {
+        let mut cmd = command_in(env, home, binary);
+        cmd.args(Case::Clean.args(fixture));
+        cmd
+    };
+    let (mut new, mut before) = (command(baked), command(old));
+    println!("{SECTION}: (a) of this build and of the {label}, alternately, {WARMUP} warm-up + {RUNS} rounds:");
+    println!("{}", echo_product(&before));
+    fixture.restore()?;
+    time_once(&mut before)?;
+    Case::Clean.verify(fixture)?;
+    let paired = alternated(&mut new, &mut before, WARMUP, RUNS, || fixture.restore())?;
+    let ratio = median(&paired.measured) / median(&paired.baseline);
+    metrics.push(
+        Metric::sampled(SECTION, "(a) mark-stopped main 0, this build", Unit::Millis, paired.measured)
+            .against_baseline(ratio, &label, true),
+    );
+    metrics.push(Metric::sampled(
+        SECTION,
+        format!("    (a) mark-stopped main 0, {label}"),
+        Unit::Millis,
+        paired.baseline,
+    ));
+    Ok(())
 }
 
 /// The case's samples (with the Q1 bar for case (a)) and those of its interleaved baseline; `name` starts with
@@ -216,7 +269,7 @@ fn sizes(bench: &Bench, baked: &Path, metrics: &mut Vec<Metric>) -> Outcome<()> 
         Metric::single(SECTION, format!("size, profile epilogue ({linkage}, stripped)"), Unit::Bytes, static_size)
             .with_bar(Bar::at_most("Q2", Q2_BYTES, Scope::Everywhere)),
     );
-    let dev = bake_echoed(&bench.root.registry, &bench.root.state, Profile::Dev)
+    let dev = bake_echoed(bench.root.paths.registry(), bench.root.paths.state_dir(), Profile::Dev)
         .map_err(|stop| Failure(format!("dev bake failed: {}", stop.message)))?;
     let dev_linkage = crate::bake_epilogue::linkage(&dev).context(|| format!("reading {}", dev.display()))?;
     let dev_size = size(&dev)?;
@@ -236,7 +289,7 @@ fn on_tmpfs(env: &[(OsString, OsString)], home: &Path, metrics: &mut Vec<Metric>
         return Ok(());
     }
     let root = BenchRoot::at(&shm.join(format!("agent-box-bench-{}", nix::unistd::getuid())));
-    let baked = bake_echoed(&root.registry, &root.state, Profile::Epilogue)
+    let baked = bake_echoed(root.paths.registry(), root.paths.state_dir(), Profile::Epilogue)
         .map_err(|stop| Failure(format!("bake for /dev/shm failed: {}", stop.message)))?;
     let result = Fixture::create(&root).and_then(|fixture| measure(&fixture, &baked, Case::Clean, env, home));
     // The tmpfs root is memory: never leave it behind, whatever happened.
@@ -264,7 +317,7 @@ fn hyperfine_check(
     let quote = |p: &Path| run::shell_quote(&p.to_string_lossy());
     let mut cmd = command_in(env, home, hyperfine);
     cmd.args(["-N", "--style", "none", "--warmup", &WARMUP.to_string(), "--runs", &RUNS.to_string(), "--prepare"])
-        .arg(format!("cp {} {}", quote(&copy), quote(&fixture.root.registry)))
+        .arg(format!("cp {} {}", quote(&copy), quote(fixture.root.paths.registry())))
         .arg("--export-json")
         .arg(&json)
         .arg(format!("{} main 0", quote(baked)))
@@ -384,14 +437,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = BenchRoot::at(dir.path());
         let fixture = Fixture::create(&root).unwrap();
-        let doc = Document::parse(&fs::read(&root.registry).unwrap()).unwrap();
+        let doc = Document::parse(&fs::read(root.paths.registry()).unwrap()).unwrap();
         assert_eq!(doc.names().count(), 20);
         assert!(registry::is_uuid(&fixture.gen_));
-        fs::write(&root.registry, b"changed").unwrap();
-        fs::write(root.hook_log(), b"changed").unwrap();
+        fs::write(root.paths.registry(), b"changed").unwrap();
+        fs::write(root.paths.hook_log(), b"changed").unwrap();
         fixture.restore().unwrap();
-        assert_eq!(fs::read(&root.registry).unwrap(), fixture.registry);
-        assert_eq!(fs::read(root.hook_log()).unwrap(), fixture.hook_log);
+        assert_eq!(fs::read(root.paths.registry()).unwrap(), fixture.registry);
+        assert_eq!(fs::read(root.paths.hook_log()).unwrap(), fixture.hook_log);
         assert!(Case::Clean.verify(&fixture).is_err(), "an untouched fixture must not pass as recorded");
     }
 }

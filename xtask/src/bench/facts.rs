@@ -4,8 +4,6 @@
 use std::fs;
 use std::path::Path;
 
-use serde_json::{Value, json};
-
 use crate::run;
 
 /// What the report says about the machine it ran on.
@@ -83,12 +81,21 @@ impl Facts {
         ]
     }
 
-    pub fn json(&self) -> Value {
-        json!({
-            "kernel": self.kernel, "os": self.os, "arch": self.arch, "cpu": self.cpu, "cores": self.cores,
-            "memKiB": self.mem_kib, "stateFs": self.state_fs, "tmux": self.tmux, "rustc": self.rustc,
-            "revision": self.revision, "referenceMismatches": self.reference_mismatches(),
-        })
+    /// The facts as the report's type.
+    pub fn report(&self) -> agent_box_types::bench::Facts {
+        agent_box_types::bench::Facts {
+            kernel: self.kernel.clone(),
+            os: self.os.clone(),
+            arch: self.arch.to_owned(),
+            cpu: self.cpu.clone(),
+            cores: self.cores,
+            mem_kib: self.mem_kib,
+            state_fs: self.state_fs.clone(),
+            tmux: self.tmux.clone(),
+            rustc: self.rustc.clone(),
+            revision: self.revision.clone(),
+            reference_mismatches: self.reference_mismatches(),
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! setup or a section cannot run.
 
 mod add;
+mod baseline;
 mod crash;
 mod epilogue;
 mod facts;
@@ -25,9 +26,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agent_box_tests::HeldLock;
+use agent_box_types::bench::{BenchReport, SectionFailure};
 use clap::{Args, ValueEnum};
 use rand::RngExt;
-use serde_json::{Value, json};
 
 use self::facts::Facts;
 use self::fail::{Context, Failure, Outcome, fail};
@@ -46,7 +47,8 @@ pub struct BenchArgs {
     /// Also count instructions (callgrind `Ir`) of the epilogue and of one supervisor tick; needs valgrind.
     #[arg(long)]
     callgrind: bool,
-    /// Compare with the binaries of git revision REV, run alternately (not implemented yet).
+    /// Also build git revision REV (in a worktree under target/bench/baseline/) and run its programs alternately
+    /// with this build's in the sections epilogue, tick and rmw; ratios new/old above 1.10 are flagged.
     #[arg(long, value_name = "REV")]
     baseline: Option<String>,
     /// Seed of the crash section's random choices; printed on every run so a run can be replayed.
@@ -104,6 +106,8 @@ pub struct Bench {
     pub root: BenchRoot,
     /// The epilogue baked (profile `epilogue`) for `root`, when a selected section needs it.
     pub baked: Option<PathBuf>,
+    /// `--baseline REV`, built.
+    pub baseline: Option<baseline::Baseline>,
     _lock: HeldLock,
 }
 
@@ -116,9 +120,6 @@ impl Bench {
 /// Runs bench and returns the exit code.
 pub fn run(args: &BenchArgs) -> u8 {
     let sections = selected(&args.filter);
-    if let Some(rev) = &args.baseline {
-        println!("bench: --baseline is not implemented yet (ignoring --baseline {rev})");
-    }
     if sections.contains(&Section::Faults) {
         println!("bench: faults: not implemented yet");
     }
@@ -236,6 +237,14 @@ fn setup(args: &BenchArgs, sections: &[Section]) -> Outcome<(Bench, Facts)> {
     let seed = args.seed.unwrap_or_else(|| rand::rng().random());
     let needs_bake = sections.iter().any(|s| matches!(s, Section::Epilogue | Section::Crash));
     let baked = if needs_bake { Some(bake_for(&root)?) } else { None };
+    let baseline = match &args.baseline {
+        Some(rev) => {
+            println!("bench: building the baseline {rev} in a worktree under {}", dir.join("baseline").display());
+            let bake = sections.contains(&Section::Epilogue);
+            Some(baseline::Baseline::prepare(rev, &dir, &root, bake)?)
+        }
+        None => None,
+    };
     let bench = Bench {
         callgrind: args.callgrind,
         seed,
@@ -245,6 +254,7 @@ fn setup(args: &BenchArgs, sections: &[Section]) -> Outcome<(Bench, Facts)> {
         dir,
         root,
         baked,
+        baseline,
         _lock: lock,
     };
     Ok((bench, facts))
@@ -313,7 +323,7 @@ fn place_sandboxes(dir: &Path) -> Outcome<()> {
 /// The epilogue baked with profile `epilogue` for the bench root.
 fn bake_for(root: &BenchRoot) -> Outcome<PathBuf> {
     println!("bench: baking the epilogue for {}", root.root.display());
-    bake_echoed(&root.registry, &root.state, agent_box_tests::bake::Profile::Epilogue)
+    bake_echoed(root.paths.registry(), root.paths.state_dir(), agent_box_tests::bake::Profile::Epilogue)
         .map_err(|stop| Failure(format!("bake failed (exit {}): {}", stop.code, stop.message)))
 }
 
@@ -331,8 +341,8 @@ fn finish(
     let failed = metrics.iter().filter(|m| m.verdict(reference) == Verdict::Fail).count();
     let not_judged = metrics.iter().filter(|m| matches!(m.verdict(reference), Verdict::NotJudged { .. })).count();
     let path = bench.dir.join("report.json");
-    let json = report_json(bench, facts, reference, metrics, failures);
-    match serde_json::to_vec_pretty(&json).map_err(std::io::Error::other).and_then(|b| fs::write(&path, b)) {
+    let report = bench_report(bench, facts, reference, metrics, failures);
+    match serde_json::to_vec_pretty(&report).map_err(std::io::Error::other).and_then(|b| fs::write(&path, b)) {
         Ok(()) => println!("bench: report written to {}", path.display()),
         Err(err) => eprintln!("bench: cannot write {}: {err}", path.display()),
     }
@@ -344,21 +354,25 @@ fn finish(
     );
 }
 
-fn report_json(
+fn bench_report(
     bench: &Bench,
     facts: &Facts,
     reference: bool,
     metrics: &[Metric],
     failures: &[(Section, Failure)],
-) -> Value {
-    json!({
-        "facts": facts.json(),
-        "referenceMachine": reference,
-        "seed": bench.seed,
-        "crashIterations": bench.crash_iterations,
-        "failures": failures.iter().map(|(s, f)| json!({"section": s.name(), "message": f.0})).collect::<Vec<_>>(),
-        "metrics": metrics.iter().map(|m| report::metric_json(m, reference)).collect::<Vec<_>>(),
-    })
+) -> BenchReport {
+    BenchReport {
+        facts: facts.report(),
+        reference_machine: reference,
+        seed: bench.seed,
+        crash_iterations: bench.crash_iterations,
+        baseline: bench.baseline.as_ref().map(|b| format!("{} ({})", b.rev, b.sha)),
+        failures: failures
+            .iter()
+            .map(|(s, f)| SectionFailure { section: s.name().to_owned(), message: f.0.clone() })
+            .collect(),
+        metrics: metrics.iter().map(|m| report::metric_report(m, reference)).collect(),
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! Metrics, their bars and verdicts, and the two outputs of bench: the table on stdout and
 //! `target/bench/report.json` (spec 90: per metric samples, median, p95, bar, ratio, verdict).
 
-use serde_json::{Map, Value, json};
+use agent_box_types::bench::{BarReport, MetricReport, RatioReport};
 
+use super::baseline::FLAG_ABOVE;
 use super::stats::Summary;
 
 /// How a metric's values read.
@@ -111,6 +112,8 @@ pub enum Verdict {
     },
     /// No bar: reported only.
     Info,
+    /// A comparison with `--baseline` whose ratio new/old is above the flag threshold: reported, not failed.
+    Flagged,
 }
 
 impl Verdict {
@@ -121,6 +124,7 @@ impl Verdict {
             Self::NotJudged { within: true } => "(pass)",
             Self::NotJudged { within: false } => "(over)",
             Self::Info => "info",
+            Self::Flagged => "FLAG",
         }
     }
     fn json(self) -> &'static str {
@@ -130,6 +134,7 @@ impl Verdict {
             Self::NotJudged { within: true } => "not-judged-within",
             Self::NotJudged { within: false } => "not-judged-over",
             Self::Info => "info",
+            Self::Flagged => "flagged",
         }
     }
 }
@@ -143,12 +148,14 @@ pub struct Metric {
     pub values: Vec<f64>,
     pub bar: Option<Bar>,
     pub ratio: Option<Ratio>,
+    /// The ratio above which a comparison is flagged (timed figures against `--baseline`).
+    pub flag_above: Option<f64>,
 }
 
 impl Metric {
     /// A metric from samples.
     pub fn sampled(section: &'static str, name: impl Into<String>, unit: Unit, values: Vec<f64>) -> Self {
-        Self { section, name: name.into(), unit, values, bar: None, ratio: None }
+        Self { section, name: name.into(), unit, values, bar: None, ratio: None, flag_above: None }
     }
     /// A single-valued metric (a size, a count, a derived figure).
     pub fn single(section: &'static str, name: impl Into<String>, unit: Unit, value: f64) -> Self {
@@ -162,14 +169,25 @@ impl Metric {
         self.ratio = Some(Ratio { value, against: against.into() });
         self
     }
+    /// The ratio this build / the baseline; a timed one above [`FLAG_ABOVE`] is flagged.
+    pub fn against_baseline(mut self, value: f64, label: impl Into<String>, timed: bool) -> Self {
+        self.ratio = Some(Ratio { value, against: label.into() });
+        self.flag_above = timed.then_some(FLAG_ABOVE);
+        self
+    }
     pub fn summary(&self) -> Option<Summary> {
         Summary::of(&self.values)
     }
     /// The verdict on this machine; `reference` says whether it is the reference machine of.
     pub fn verdict(&self, reference: bool) -> Verdict {
+        let flagged = matches!((&self.ratio, self.flag_above), (Some(r), Some(above)) if r.value > above);
         let (Some(bar), Some(summary)) = (self.bar, self.summary()) else {
             // A bar with no samples cannot be passed.
-            return if self.bar.is_some() { Verdict::Fail } else { Verdict::Info };
+            return match (self.bar, flagged) {
+                (Some(_), _) => Verdict::Fail,
+                (None, true) => Verdict::Flagged,
+                (None, false) => Verdict::Info,
+            };
         };
         let within = bar.holds(summary.median);
         match (bar.scope, reference, within) {
@@ -226,37 +244,29 @@ fn three_digits(value: f64) -> String {
     format!("{value:.decimals$}")
 }
 
-/// The JSON object of one metric; raw values are kept for sampled metrics so a later run can compare.
-pub fn metric_json(metric: &Metric, reference: bool) -> Value {
-    let mut obj = Map::new();
-    obj.insert("section".into(), json!(metric.section));
-    obj.insert("name".into(), json!(metric.name));
-    obj.insert("unit".into(), json!(metric.unit.name()));
+/// The report entry of one metric; raw values are kept for sampled metrics so a later run can compare.
+pub fn metric_report(metric: &Metric, reference: bool) -> MetricReport {
     let summary = metric.summary();
-    obj.insert("samples".into(), json!(summary.map_or(0, |s| s.n)));
-    for (key, pick) in [
-        ("median", (|s: &Summary| s.median) as fn(&Summary) -> f64),
-        ("p95", |s| s.p95),
-        ("p99", |s| s.p99),
-        ("min", |s| s.min),
-        ("max", |s| s.max),
-        ("mad", |s| s.mad),
-    ] {
-        obj.insert(key.into(), summary.map_or(Value::Null, |s| json!(pick(&s))));
+    let pick = |f: fn(&Summary) -> f64| summary.as_ref().map(f);
+    MetricReport {
+        section: metric.section.to_owned(),
+        name: metric.name.clone(),
+        unit: metric.unit.name().to_owned(),
+        samples: summary.map_or(0, |s| s.n),
+        median: pick(|s| s.median),
+        p95: pick(|s| s.p95),
+        p99: pick(|s| s.p99),
+        min: pick(|s| s.min),
+        max: pick(|s| s.max),
+        mad: pick(|s| s.mad),
+        values: (metric.values.len() > 1).then(|| metric.values.clone()),
+        bar: metric.bar.map(bar_report),
+        ratio: metric.ratio.as_ref().map(|r| RatioReport { value: r.value, against: r.against.clone() }),
+        verdict: metric.verdict(reference).json().to_owned(),
     }
-    if metric.values.len() > 1 {
-        obj.insert("values".into(), json!(metric.values));
-    }
-    obj.insert("bar".into(), metric.bar.map_or(Value::Null, bar_json));
-    obj.insert(
-        "ratio".into(),
-        metric.ratio.as_ref().map_or(Value::Null, |r| json!({"value": r.value, "against": r.against})),
-    );
-    obj.insert("verdict".into(), json!(metric.verdict(reference).json()));
-    Value::Object(obj)
 }
 
-fn bar_json(bar: Bar) -> Value {
+fn bar_report(bar: Bar) -> BarReport {
     let (rule, limit) = match bar.rule {
         Rule::AtMost(limit) => ("<=", limit),
         Rule::Exactly(value) => ("==", value),
@@ -265,7 +275,7 @@ fn bar_json(bar: Bar) -> Value {
         Scope::Everywhere => "everywhere",
         Scope::ReferenceOnly => "reference-machine",
     };
-    json!({"id": bar.id, "rule": rule, "limit": limit, "judged": scope})
+    BarReport { id: bar.id.to_owned(), rule: rule.to_owned(), limit, judged: scope.to_owned() }
 }
 
 #[cfg(test)]
@@ -292,6 +302,12 @@ mod tests {
         assert_eq!(Metric::single("x", "y", Unit::Count, 2.0).verdict(true), Verdict::Info);
         let empty = Metric::sampled("x", "y", Unit::Count, vec![]).with_bar(Bar::exactly("Q6", 0.0));
         assert_eq!(empty.verdict(true), Verdict::Fail);
+        let slower = Metric::single("tick", "cpu", Unit::Millis, 2.0).against_baseline(1.2, "baseline x", true);
+        assert_eq!(slower.verdict(true), Verdict::Flagged);
+        let bigger = Metric::single("epilogue", "size", Unit::Bytes, 2.0).against_baseline(1.2, "baseline x", false);
+        assert_eq!(bigger.verdict(true), Verdict::Info, "only timed figures are flagged");
+        let same = Metric::single("tick", "cpu", Unit::Millis, 2.0).against_baseline(1.05, "baseline x", true);
+        assert_eq!(same.verdict(true), Verdict::Info);
     }
 
     #[test]
@@ -315,13 +331,13 @@ mod tests {
         let m = Metric::sampled("add", "add to pane", Unit::Millis, vec![10.0, 20.0])
             .with_bar(Bar::at_most("Q4", 150.0, Scope::ReferenceOnly))
             .with_ratio(0.0075, "2000 ms tick period");
-        let v = metric_json(&m, true);
+        let report = metric_report(&m, true);
+        let v = serde_json::to_value(&report).unwrap();
         for key in ["samples", "median", "p95", "bar", "ratio", "verdict", "values"] {
             assert!(v.get(key).is_some(), "{key} missing in {v}");
         }
-        assert_eq!(v["samples"], 2);
-        assert_eq!(v["verdict"], "pass");
-        assert_eq!(v["bar"]["id"], "Q4");
+        assert_eq!((report.samples, report.verdict.as_str()), (2, "pass"));
+        assert_eq!(report.bar.map(|b| b.id).as_deref(), Some("Q4"));
     }
 
     #[test]

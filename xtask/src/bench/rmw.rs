@@ -14,6 +14,7 @@ use agent_box_tests::Sandbox;
 use registry::Document;
 use serde_json::Value;
 
+use super::baseline::Baseline;
 use super::fail::{Context, Failure, Outcome, fail};
 use super::report::{Bar, Metric, Unit};
 use super::stats::Summary;
@@ -86,6 +87,62 @@ pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     metrics.push(Metric::single(SECTION, format!("wall, 1 x {TOTAL}"), Unit::Millis, single.wall_ms));
     push_latency(metrics, &format!("{WRITERS} x {EACH}"), &multi);
     push_latency(metrics, &format!("1 x {TOTAL}"), &single);
+    if let Some(baseline) = &bench.baseline {
+        against_baseline(&rmw, baseline, &env, &sandbox, metrics)?;
+    }
+    Ok(())
+}
+
+/// Rounds of the 4 × 250 run, this build's `rmw` then the baseline's, on the same registry.
+const BASELINE_ROUNDS: usize = 3;
+
+/// the 4 × 250 run of this build and of the baseline, alternately; wall time and throughput of each.
+fn against_baseline(
+    rmw: &Path,
+    baseline: &Baseline,
+    env: &[(OsString, OsString)],
+    sandbox: &Sandbox,
+    metrics: &mut Vec<Metric>,
+) -> Outcome<()> {
+    let label = baseline.label();
+    let old = baseline.release.join("examples/rmw");
+    println!("{SECTION}: {WRITERS} x {EACH} of this build and of the {label}, alternately, {BASELINE_ROUNDS} rounds:");
+    let (mut new_walls, mut old_walls) = (Vec::new(), Vec::new());
+    for round in 0..BASELINE_ROUNDS {
+        for (binary, walls, who) in [(rmw, &mut new_walls, "new"), (old.as_path(), &mut old_walls, "old")] {
+            let owners: Vec<String> = (1..=WRITERS).map(|k| format!("{who}-{round}-{k}")).collect();
+            let shared = format!("{who}-{round}-shared");
+            let specs: Vec<(&str, Option<&str>)> = owners.iter().map(|o| (shared.as_str(), Some(o.as_str()))).collect();
+            let gate = sandbox.root().join(format!("gate-{who}-{round}"));
+            let result = run_writers(binary, env, sandbox.home(), &sandbox.registry(), &specs, EACH, &gate)?;
+            walls.push(result.wall_ms);
+        }
+    }
+    let doc = Document::parse(&fs::read(sandbox.registry()).context(|| "reading the registry".into())?)
+        .map_err(|e| Failure(format!("the registry is not valid after the baseline rounds: {e}")))?;
+    let count = |key: &str| doc.entry(key).and_then(|e| e.get("count")).and_then(Value::as_u64).unwrap_or(0);
+    for who in ["new", "old"] {
+        if let Some(round) = (0..BASELINE_ROUNDS).find(|r| count(&format!("{who}-{r}-shared")) != TOTAL) {
+            return fail(format!("round {round} of the {who} rmw lost updates"));
+        }
+    }
+    let median = |v: &[f64]| Summary::of(v).map_or(f64::NAN, |s| s.median);
+    let (new_median, old_median) = (median(&new_walls), median(&old_walls));
+    let per_s = |wall_ms: f64| TOTAL as f64 / (wall_ms / 1000.0);
+    let wall = |who: &str| format!("wall, {WRITERS} x {EACH}, {who}");
+    metrics.push(Metric::sampled(SECTION, wall("this build"), Unit::Millis, new_walls).against_baseline(
+        new_median / old_median,
+        &label,
+        true,
+    ));
+    metrics.push(Metric::sampled(SECTION, format!("    {}", wall(&label)), Unit::Millis, old_walls));
+    let throughput = |who: &str| format!("throughput, {WRITERS} x {EACH}, {who} (median round)");
+    metrics.push(Metric::single(SECTION, throughput("this build"), Unit::PerSec, per_s(new_median)).against_baseline(
+        per_s(new_median) / per_s(old_median),
+        &label,
+        false,
+    ));
+    metrics.push(Metric::single(SECTION, format!("    {}", throughput(&label)), Unit::PerSec, per_s(old_median)));
     Ok(())
 }
 

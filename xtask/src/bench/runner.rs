@@ -47,6 +47,31 @@ pub fn interleaved(
     Ok(out)
 }
 
+/// Runs `warmup + runs` rounds of `a` then `b` (Q-1.7: this build and the baseline alternately, A B A B …), each
+/// run after its own `prepare` (untimed), because both commands change the same files; the warm-up rounds are
+/// discarded. `measured` holds `a`'s samples, `baseline` `b`'s.
+pub fn alternated(
+    a: &mut Command,
+    b: &mut Command,
+    warmup: usize,
+    runs: usize,
+    mut prepare: impl FnMut() -> Outcome<()>,
+) -> Outcome<Paired> {
+    let mut out = Paired { measured: Vec::with_capacity(runs), baseline: Vec::with_capacity(runs) };
+    for round in 0..warmup + runs {
+        super::interrupt::check()?;
+        prepare()?;
+        let first = time_once(a)?;
+        prepare()?;
+        let second = time_once(b)?;
+        if round >= warmup {
+            out.measured.push(first);
+            out.baseline.push(second);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +86,17 @@ mod tests {
         .unwrap();
         assert_eq!((paired.measured.len(), paired.baseline.len(), prepared), (3, 3, 5));
         assert!(paired.measured.iter().all(|ms| *ms > 0.0));
+    }
+
+    #[test]
+    fn alternation_prepares_before_every_run() {
+        let mut prepared = 0;
+        let paired = alternated(&mut Command::new("/bin/true"), &mut Command::new("/bin/true"), 1, 2, || {
+            prepared += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((paired.measured.len(), paired.baseline.len(), prepared), (2, 2, 6));
     }
 
     #[test]

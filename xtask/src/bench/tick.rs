@@ -13,6 +13,7 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 use super::Bench;
+use super::baseline::Baseline;
 use super::epilogue::callgrind_ir;
 use super::fail::{Context, Outcome};
 use super::procfs::{self, CpuTicks, Memory};
@@ -76,6 +77,56 @@ pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
         (per_large / per_small, "utime+stime")
     };
     metrics.push(Metric::single(SECTION, format!("CPU per tick, 200 / 20 entries ({how})"), Unit::Factor, ratio));
+    if let Some(baseline) = &bench.baseline {
+        against_baseline(bench, baseline, clk, metrics)?;
+    }
+    Ok(())
+}
+
+/// Observation windows per program when comparing with `--baseline`: this build, the baseline, this build, …
+const BASELINE_ROUNDS: usize = 2;
+
+/// one loop world of 200 entries whose supervisor alternates between this build's and the baseline's
+/// (each adopting the same live panes), a window of 30 ticks each time; CPU per tick of each.
+fn against_baseline(bench: &Bench, baseline: &Baseline, clk: f64, metrics: &mut Vec<Metric>) -> Outcome<()> {
+    let label = baseline.label();
+    println!("{SECTION}: 200 entries, {BASELINE_ROUNDS} windows each of this build and of the {label}, alternately");
+    let mut world = LoopWorld::start(SECTION, 200, 20, "256")?;
+    let (mut new, mut old) = (Vec::new(), Vec::new());
+    for round in 0..BASELINE_ROUNDS {
+        if round > 0 {
+            world.switch_to(&bench.release)?;
+        }
+        new.push(world.observe()?);
+        world.switch_to(&baseline.release)?;
+        old.push(world.observe()?);
+    }
+    drop(world);
+    let per_tick = |o: &[Observed]| -> Vec<f64> { o.iter().map(|o| cpu_ms(o, clk)).collect() };
+    let precise = |o: &[Observed]| -> Vec<f64> { o.iter().flat_map(|o| o.per_tick_ms.clone()).collect() };
+    let ratio = |a: &[f64], b: &[f64]| median(a) / median(b);
+    let (new_cpu, old_cpu) = (per_tick(&new), per_tick(&old));
+    let name = |what: &str, who: &str| format!("CPU per tick, 200 entries ({what}), {who}");
+    let cpu_ratio = ratio(&new_cpu, &old_cpu);
+    metrics.push(
+        Metric::sampled(SECTION, name("utime+stime", "this build"), Unit::Millis, new_cpu)
+            .against_baseline(cpu_ratio, &label, true),
+    );
+    metrics.push(Metric::sampled(SECTION, format!("    {}", name("utime+stime", &label)), Unit::Millis, old_cpu));
+    let (new_precise, old_precise) = (precise(&new), precise(&old));
+    if !new_precise.is_empty() && !old_precise.is_empty() {
+        let precise_ratio = ratio(&new_precise, &old_precise);
+        metrics.push(
+            Metric::sampled(SECTION, name("scheduler clock", "this build"), Unit::Millis, new_precise)
+                .against_baseline(precise_ratio, &label, true),
+        );
+        metrics.push(Metric::sampled(
+            SECTION,
+            format!("    {}", name("scheduler clock", &label)),
+            Unit::Millis,
+            old_precise,
+        ));
+    }
     Ok(())
 }
 

@@ -10,30 +10,23 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use agent_box_tests::Sandbox;
-use registry::{Document, NewEntry, SessionName};
+use registry::{Document, NewEntry, Paths, SessionName};
 
 use super::fail::{Context, Failure, Outcome, fail};
 use crate::run;
 
-/// A root laid out like a box user's home (`<root>/home/agent/...`), at a fixed path so that the epilogue baked
-/// for it comes from the bake cache on every run after the first (XT-5.4).
+/// A root laid out like a box user's home (`<root>/home/agent/...`, by `registry::Paths`, the layout the products
+/// use), at a fixed path so that the epilogue baked for it comes from the bake cache on every run after the first
+/// (XT-5.4).
 #[derive(Debug, Clone)]
 pub struct BenchRoot {
     pub root: PathBuf,
-    pub home: PathBuf,
-    pub registry: PathBuf,
-    pub state: PathBuf,
+    pub paths: Paths,
 }
 
 impl BenchRoot {
     pub fn at(root: &Path) -> Self {
-        let home = root.join("home/agent");
-        Self {
-            root: root.to_path_buf(),
-            registry: home.join(".config/agent-box/sessions.json"),
-            state: home.join(".local/state/agent-box"),
-            home,
-        }
+        Self { root: root.to_path_buf(), paths: Paths::for_root(&root.join("home/agent"), "agent") }
     }
 
     /// Empties the root and creates HOME, the registry directory and the state directory (0700, as the products
@@ -42,24 +35,10 @@ impl BenchRoot {
         if self.root.exists() {
             fs::remove_dir_all(&self.root).context(|| format!("removing {}", self.root.display()))?;
         }
-        for dir in [&self.home, &parent(&self.registry), &self.state] {
+        for dir in [self.paths.home(), &parent(self.paths.registry()), self.paths.state_dir()] {
             registry::ensure_private_dir(dir).context(|| format!("creating {}", dir.display()))?;
         }
         Ok(())
-    }
-
-    pub fn lease_dir(&self) -> PathBuf {
-        self.state.join("lease")
-    }
-    pub fn hook_log(&self) -> PathBuf {
-        self.state.join("hook-sessions.jsonl")
-    }
-    pub fn refusal_record(&self) -> PathBuf {
-        self.state.join("webhook-spawn-refused.json")
-    }
-    /// The receiver's state directory, where webhook-spawn seeds claim filters (60 §6.1).
-    pub fn webhook_state(&self) -> PathBuf {
-        self.home.join(".local/state/local-webhook")
     }
 }
 
@@ -196,6 +175,17 @@ impl LoopWorld {
         Ok(world)
     }
 
+    /// Ends the running loop (SIGTERM: the sessions stay, 75-upgrades) and starts the one of `bin_dir` over the
+    /// same live panes; returns once it has run a whole tick without a `new-session` (it adopted every pane).
+    pub fn switch_to(&mut self, bin_dir: &Path) -> Outcome<()> {
+        self.sandbox.signal(self.pid, nix::sys::signal::Signal::SIGTERM);
+        self.sandbox.wait_exit(self.pid, Duration::from_secs(30));
+        self.sandbox.set_bin_dir(bin_dir.to_path_buf());
+        println!("{}", echo_product(&self.sandbox.cmd("agent-box-supervisor")));
+        self.pid = self.sandbox.start_supervisor();
+        self.wait_quiet_tick()
+    }
+
     /// Adds the supervisor's last log lines to a failure: that is usually where its cause is.
     pub fn explain(&self, err: Failure) -> Failure {
         let log = self.sandbox.supervisor_log();
@@ -287,9 +277,9 @@ mod tests {
     #[test]
     fn bench_root_layout_matches_the_default_paths() {
         let r = BenchRoot::at(Path::new("/x/root"));
-        assert_eq!(r.registry, Path::new("/x/root/home/agent/.config/agent-box/sessions.json"));
-        assert_eq!(r.state, Path::new("/x/root/home/agent/.local/state/agent-box"));
-        assert_eq!(r.hook_log(), Path::new("/x/root/home/agent/.local/state/agent-box/hook-sessions.jsonl"));
+        assert_eq!(r.paths.registry(), Path::new("/x/root/home/agent/.config/agent-box/sessions.json"));
+        assert_eq!(r.paths.state_dir(), Path::new("/x/root/home/agent/.local/state/agent-box"));
+        assert_eq!(r.paths.hook_log(), Path::new("/x/root/home/agent/.local/state/agent-box/hook-sessions.jsonl"));
     }
 
     #[test]

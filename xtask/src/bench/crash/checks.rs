@@ -55,20 +55,20 @@ impl Checks {
     /// defect found.
     pub fn after_run(&mut self, root: &BenchRoot, committed: Option<u64>) -> (Option<Document>, Vec<String>) {
         let mut found = Vec::new();
-        let doc = fs::read(&root.registry).ok().and_then(|b| Document::parse(&b).ok());
+        let doc = fs::read(root.paths.registry()).ok().and_then(|b| Document::parse(&b).ok());
         match &doc {
             Some(doc) => self.check_counter(doc, committed, &mut found),
             None => {
                 self.tally.invalid_registry += 1;
-                found.push(format!("the registry {} is not Valid", root.registry.display()));
+                found.push(format!("the registry {} is not Valid", root.paths.registry().display()));
             }
         }
         for lock in lock_files(root).iter().filter(|l| l.exists() && !lock_is_free(l)) {
             self.tally.held_locks += 1;
             found.push(self.held_lock(lock));
         }
-        self.check_leases(&root.lease_dir(), &mut found);
-        self.check_hook_log(&root.hook_log(), &mut found);
+        self.check_leases(&root.paths.lease_dir(), &mut found);
+        self.check_hook_log(&root.paths.hook_log(), &mut found);
         (doc, found)
     }
 
@@ -140,10 +140,10 @@ fn lock_files(root: &BenchRoot) -> [PathBuf; 4] {
         PathBuf::from(os)
     };
     [
-        with_lock(root.registry.clone()),
-        root.lease_dir().join(".lock"),
-        with_lock(root.hook_log()),
-        with_lock(root.refusal_record()),
+        with_lock(root.paths.registry().to_path_buf()),
+        root.paths.lease_dir().join(".lock"),
+        with_lock(root.paths.hook_log()),
+        with_lock(root.paths.refusal_record()),
     ]
 }
 
@@ -166,17 +166,17 @@ fn torn_leases(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// Every `<file>.tmp-<8 [a-z0-9]>` next to the registry, the hook log and the refusal record, and in the lease
 /// directory: where the supervisor's temp sweep looks.
 pub fn temp_files(root: &BenchRoot) -> Vec<PathBuf> {
-    let mut found = registry::atomic::temp_leftovers_of(&root.registry);
-    found.extend(registry::atomic::temp_leftovers_of(&root.hook_log()));
-    found.extend(registry::atomic::temp_leftovers_of(&root.refusal_record()));
-    found.extend(registry::atomic::temp_leftovers_in(&root.lease_dir()));
+    let mut found = registry::atomic::temp_leftovers_of(root.paths.registry());
+    found.extend(registry::atomic::temp_leftovers_of(&root.paths.hook_log()));
+    found.extend(registry::atomic::temp_leftovers_of(&root.paths.refusal_record()));
+    found.extend(registry::atomic::temp_leftovers_in(&root.paths.lease_dir()));
     found
 }
 
 /// Temps of claim filters in the receiver's state directory: webhook-spawn writes them, and Q-7.3's list (so the
 /// supervisor's sweep) does not include that directory; reported, not judged.
 pub fn filter_temp_files(root: &BenchRoot) -> Vec<PathBuf> {
-    registry::atomic::temp_leftovers_in(&root.webhook_state())
+    registry::atomic::temp_leftovers_in(root.paths.webhook_state_dir())
 }
 
 #[cfg(test)]
@@ -257,12 +257,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = BenchRoot::at(dir.path());
         root.reset().unwrap();
-        fs::create_dir_all(root.lease_dir()).unwrap();
-        fs::create_dir_all(root.webhook_state()).unwrap();
-        fs::write(registry::atomic::temp_path_for(&root.registry), b"").unwrap();
-        fs::write(root.lease_dir().join("hook-a.json.tmp-abcd1234"), b"").unwrap();
-        fs::write(root.state.join("other.tmp-abcd1234"), b"").unwrap();
-        fs::write(root.webhook_state().join("filter.agent-hook-a.json.tmp-abcd1234"), b"").unwrap();
+        fs::create_dir_all(root.paths.lease_dir()).unwrap();
+        fs::create_dir_all(root.paths.webhook_state_dir()).unwrap();
+        fs::write(registry::atomic::temp_path_for(root.paths.registry()), b"").unwrap();
+        fs::write(root.paths.lease_dir().join("hook-a.json.tmp-abcd1234"), b"").unwrap();
+        fs::write(root.paths.state_dir().join("other.tmp-abcd1234"), b"").unwrap();
+        fs::write(root.paths.webhook_state_dir().join("filter.agent-hook-a.json.tmp-abcd1234"), b"").unwrap();
         assert_eq!(temp_files(&root).len(), 2);
         assert_eq!(filter_temp_files(&root).len(), 1);
     }

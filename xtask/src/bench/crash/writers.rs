@@ -134,12 +134,12 @@ impl World {
         root.reset()?;
         let mut names: Vec<(String, Kind)> = PLAIN.iter().map(|n| ((*n).to_owned(), Kind::Plain)).collect();
         names.extend(HOOKS.iter().map(|n| ((*n).to_owned(), Kind::Hook)));
-        fs::write(&root.registry, registry_bytes(&names)?).context(|| "writing the registry".into())?;
+        fs::write(root.paths.registry(), registry_bytes(&names)?).context(|| "writing the registry".into())?;
         // webhook-spawn writes its claim filter here and never creates the directory (60 §6.1).
-        let webhook_dir = root.webhook_state();
-        registry::ensure_private_dir(&webhook_dir).context(|| format!("creating {}", webhook_dir.display()))?;
+        let webhook_dir = root.paths.webhook_state_dir();
+        registry::ensure_private_dir(webhook_dir).context(|| format!("creating {}", webhook_dir.display()))?;
         let mut sandbox = Sandbox::new();
-        sandbox.set_env("HOME", &root.home);
+        sandbox.set_env("HOME", root.paths.home());
         sandbox.set_limit(LIMIT);
         let files = sandbox.root().to_path_buf();
         let (batch, refuse_limit) = (files.join("batch.txt"), files.join("session-limit-1"));
@@ -188,7 +188,7 @@ impl World {
 
     fn rmw_command(&self) -> Command {
         let mut cmd = command_in(&self.env, self.sandbox.home(), &self.rmw);
-        cmd.arg(&self.root.registry).args([COUNTER, RMW_COUNT]).stdout(Stdio::piped());
+        cmd.arg(self.root.paths.registry()).args([COUNTER, RMW_COUNT]).stdout(Stdio::piped());
         cmd
     }
 
@@ -236,11 +236,11 @@ impl World {
     }
 
     fn leases(&self) -> LeaseDir {
-        LeaseDir::new(self.root.lease_dir())
+        LeaseDir::new(self.root.paths.lease_dir())
     }
 
     fn hook_log(&self) -> HookLog {
-        HookLog::new(self.root.hook_log())
+        HookLog::new(self.root.paths.hook_log())
     }
 
     /// Clears `stopped` and `died` of `name` under the lock, as `restart` and a later spawn do.
@@ -277,14 +277,14 @@ impl World {
             Ok(names.iter().fold(false, |changed, n| doc.remove(n) | changed))
         })?;
         let log = self.hook_log();
-        for suffix in files_named(&self.root.lease_dir(), SPAWNED_PREFIX, ".json") {
+        for suffix in files_named(&self.root.paths.lease_dir(), SPAWNED_PREFIX, ".json") {
             if let Ok(key) = SessionName::parse(&format!("{SPAWNED_PREFIX}{suffix}")) {
                 drop(self.leases().finish(&key, &EndHow::Rm, &Expect::Any, Some(&log)));
             }
         }
         let filter_prefix = format!("filter.{}-{SPAWNED_PREFIX}", self.user());
-        for suffix in files_named(&self.root.webhook_state(), &filter_prefix, ".json") {
-            let path = self.root.webhook_state().join(format!("{filter_prefix}{suffix}.json"));
+        for suffix in files_named(self.root.paths.webhook_state_dir(), &filter_prefix, ".json") {
+            let path = self.root.paths.webhook_state_dir().join(format!("{filter_prefix}{suffix}.json"));
             fs::remove_file(&path).context(|| format!("removing {}", path.display()))?;
         }
         Ok(())
@@ -300,7 +300,7 @@ impl World {
 
     /// A locked read-modify-write from this process; `f` says whether it changed anything.
     pub fn edit(&self, f: impl FnOnce(&mut Document) -> Result<bool, registry::RegistryError>) -> Outcome<()> {
-        registry::with_lock_ignoring_inherited(&self.root.registry, LOCK_WAIT, |guard| {
+        registry::with_lock_ignoring_inherited(self.root.paths.registry(), LOCK_WAIT, |guard| {
             registry::edit(guard, |doc| f(doc).map(|changed| ((), changed)))
         })
         .context(|| "locking the registry".into())?
