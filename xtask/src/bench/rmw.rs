@@ -93,10 +93,12 @@ pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     Ok(())
 }
 
-/// Rounds of the 4 × 250 run, this build's `rmw` then the baseline's, on the same registry.
-const BASELINE_ROUNDS: usize = 3;
+/// Rounds of the 4 × 250 run of both builds on the same registry. Each round is a second or two, so a
+/// load spike elsewhere on the machine moves single rounds: enough of them keep the medians honest.
+const BASELINE_ROUNDS: usize = 9;
 
-/// the 4 × 250 run of this build and of the baseline, alternately; wall time and throughput of each.
+/// the 4 × 250 run of this build and of the baseline, alternately (A B, B A, …); wall time and throughput
+/// of each.
 fn against_baseline(
     rmw: &Path,
     baseline: &Baseline,
@@ -109,7 +111,12 @@ fn against_baseline(
     println!("{SECTION}: {WRITERS} x {EACH} of this build and of the {label}, alternately, {BASELINE_ROUNDS} rounds:");
     let (mut new_walls, mut old_walls) = (Vec::new(), Vec::new());
     for round in 0..BASELINE_ROUNDS {
-        for (binary, walls, who) in [(rmw, &mut new_walls, "new"), (old.as_path(), &mut old_walls, "old")] {
+        let mut both = [(rmw, &mut new_walls, "new"), (old.as_path(), &mut old_walls, "old")];
+        // A B, then B A: neither build always runs right after the other's writes.
+        if round % 2 == 1 {
+            both.reverse();
+        }
+        for (binary, walls, who) in both {
             let owners: Vec<String> = (1..=WRITERS).map(|k| format!("{who}-{round}-{k}")).collect();
             let shared = format!("{who}-{round}-shared");
             let specs: Vec<(&str, Option<&str>)> = owners.iter().map(|o| (shared.as_str(), Some(o.as_str()))).collect();
