@@ -83,23 +83,28 @@ pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     Ok(())
 }
 
-/// Observation windows per program when comparing with `--baseline`: this build, the baseline, this build, …
-const BASELINE_ROUNDS: usize = 2;
+/// The builds of the observation windows when comparing with `--baseline`, in order: A B B A, so that a drift of
+/// the machine over the windows (the first ones follow the start of 200 panes) weighs on both builds alike.
+const BASELINE_WINDOWS: [bool; 4] = [true, false, false, true];
+/// Ticks the loop runs before the first window, after all 200 panes started.
+const SETTLE_TICKS: usize = 15;
 
 /// one loop world of 200 entries whose supervisor alternates between this build's and the baseline's
 /// (each adopting the same live panes), a window of 30 ticks each time; CPU per tick of each.
 fn against_baseline(bench: &Bench, baseline: &Baseline, clk: f64, metrics: &mut Vec<Metric>) -> Outcome<()> {
     let label = baseline.label();
-    println!("{SECTION}: 200 entries, {BASELINE_ROUNDS} windows each of this build and of the {label}, alternately");
+    println!("{SECTION}: 200 entries, windows of this build and of the {label} in the order A B B A");
     let mut world = LoopWorld::start(SECTION, 200, 20, "256")?;
+    world.wait_ticks(world.ticks() + SETTLE_TICKS)?;
     let (mut new, mut old) = (Vec::new(), Vec::new());
-    for round in 0..BASELINE_ROUNDS {
-        if round > 0 {
-            world.switch_to(&bench.release)?;
+    let mut running_new = true;
+    for this_build in BASELINE_WINDOWS {
+        if this_build != running_new {
+            world.switch_to(if this_build { &bench.release } else { &baseline.release })?;
+            running_new = this_build;
         }
-        new.push(world.observe()?);
-        world.switch_to(&baseline.release)?;
-        old.push(world.observe()?);
+        let observed = world.observe()?;
+        if this_build { new.push(observed) } else { old.push(observed) }
     }
     drop(world);
     let per_tick = |o: &[Observed]| -> Vec<f64> { o.iter().map(|o| cpu_ms(o, clk)).collect() };
