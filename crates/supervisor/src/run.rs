@@ -32,7 +32,7 @@ const INSTANCE_WAIT: Duration = Duration::from_secs(1);
 
 /// Runs `body` while holding the single-instance lock of this registry (F20), with this process's pid written in
 /// it; a lock held by another supervisor stops the start with a line naming it.
-fn single_instance(config: &Config, body: impl FnOnce(Config) -> Stop) -> Stop {
+fn single_instance(config: &Config, body: fn(Config) -> Stop) -> Stop {
     let lock = config.paths.supervisor_lock();
     let registry = config.paths.registry().display().to_string();
     let held = registry::with_file_lock(&lock, INSTANCE_WAIT, true, |_| {
@@ -51,6 +51,13 @@ fn single_instance(config: &Config, body: impl FnOnce(Config) -> Stop) -> Stop {
                 "not starting: {who} already serves registry {registry} (lock {}); stop it first (systemctl --user stop agent-box.service{stop_it})",
                 lock.display()
             ))
+        }
+        // A registry directory the user cannot write (an admin-managed one, SV19) must not stop supervision: run
+        // unguarded, and say so once.
+        Err(err @ registry::LockRefusal::Open { .. }) => {
+            let mut log = Log::stderr();
+            log.line(&format!("cannot take the single-instance lock ({err}); running without it"));
+            body(config.clone())
         }
         Err(err) => Stop::Fatal(format!("cannot take the single-instance lock {}: {err}", lock.display())),
     }

@@ -29,7 +29,14 @@ fn no_supervisor(sb: &Sandbox) -> String {
 
 /// Runs a verb that must succeed without a word on stderr (but M52 for `ls`); returns its stdout.
 fn quiet(sb: &Sandbox, args: &[&str]) -> String {
-    let expected = if args.first() == Some(&"ls") { no_supervisor(sb) } else { String::new() };
+    let expected = match args {
+        ["ls", ..] => no_supervisor(sb),
+        ["log", ..] if !args.contains(&"--json") && !sb.state_dir().join("hook-sessions.jsonl").exists() => format!(
+            "agent-box-session: no hook-session record yet ({}): no dispatched session has started or ended on this box\n",
+            sb.state_dir().join("hook-sessions.jsonl").display()
+        ),
+        _ => String::new(),
+    };
     stdout(&session(sb, args).code(0).stderr(expected))
 }
 
@@ -128,7 +135,7 @@ scratch                  -        unmanaged
     assert_eq!(quiet(&sb, &["ls"]), expected);
     let row = |name: &str, harness: Value, state: &str, listed: bool| {
         json!({"name": name, "harness": harness, "state": state, "listed": listed, "stopped": false, "died": null,
-               "ephemeral": false, "origin": null, "workingDirectory": null, "unresolved": null, "backoffUntil": null})
+               "ephemeral": false, "origin": null, "workingDirectory": null, "unresolved": null, "backoffUntil": null, "harnessMissing": null})
     };
     let mut rows = vec![
         row("main", json!("claude"), "live", true),
@@ -147,7 +154,7 @@ scratch                  -        unmanaged
         rows[i]["unresolved"] = json!(outcome);
     }
     rows[2]["died"] = json!(1);
-    let expected = json!({"version": 1, "registry": "ok", "tmux": "ok", "sessions": rows});
+    let expected = json!({"version": 1, "registry": "ok", "tmux": "ok", "supervisor": "stopped", "sessions": rows});
     let mut expected_text = serde_json::to_string_pretty(&expected).unwrap();
     expected_text.push('\n');
     assert_eq!(quiet(&sb, &["ls", "--json"]), expected_text);
