@@ -1,6 +1,8 @@
 //! The one end-to-end test binary (80-acceptance I1): a module per scenario group, plus the tidy checks.
 
 mod golden;
+mod install;
+mod operator;
 mod scenarios;
 mod supervisor;
 mod tidy;

@@ -247,7 +247,7 @@ fn x08_a_restart_queued_behind_the_lock_beats_the_reap() {
         .unwrap()
         .assert()
         .code(0)
-        .stdout("session 'eph' killed — the supervisor restarts it within ~2s\n");
+        .stdout("session 'eph' is no longer stopped — the supervisor starts it within ~2s\n");
     assert!(sb.entry("eph").unwrap().get("stopped").is_none());
     sb.once();
     assert!(sb.entry("eph").is_some(), "not reaped");
@@ -641,7 +641,7 @@ fn h07_odd_field_values_are_read_by_the_documented_rules() {
     let ls = ok(&sb, &["ls"]);
     let text = stdout(&ls);
     for (name, harness, state) in [
-        ("e1", "../../bin/sh", "starting"),
+        ("e1", "../../bin/sh", "starting, harness '../../bin/sh' not installed"),
         ("e2", "tool", "starting"),
         ("e3", "tool", "live"),
         ("e4", "tool", "died(\"x\")"),

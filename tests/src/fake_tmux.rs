@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use registry::SessionName;
-use tmux::{Killed, NewSession, TmuxApi, TmuxError};
+use tmux::{Killed, NewSession, Snapshot, TmuxApi, TmuxError};
 
 /// What the fake server holds, answers and was asked.
 pub struct FakeState {
@@ -22,6 +22,8 @@ pub struct FakeState {
     pub socket: PathBuf,
     /// `ensure`, `list`, `new NAME`, `kill NAME`, in call order.
     pub calls: Vec<String>,
+    /// The server pid `ensure_server_and_list` reports (a test changes it to fake a restarted server).
+    pub server_pid: Option<u32>,
     /// Runs inside `new_session` (before the session appears), e.g. while the supervisor holds the lock.
     pub during_new: Option<Box<dyn Fn()>>,
 }
@@ -34,6 +36,7 @@ impl Default for FakeState {
             current: Err(TmuxError::NoSuchSession),
             socket: PathBuf::from("/nonexistent/socket"),
             calls: Vec::new(),
+            server_pid: Some(4242),
             during_new: None,
         }
     }
@@ -97,8 +100,9 @@ impl FakeTmux {
 }
 
 impl TmuxApi for FakeTmux {
-    fn ensure_server_and_list(&self) -> Result<Vec<String>, TmuxError> {
-        self.listing("ensure")
+    fn ensure_server_and_list(&self) -> Result<Snapshot, TmuxError> {
+        let sessions = self.listing("ensure")?;
+        Ok(Snapshot { server_pid: self.0.borrow().server_pid, sessions })
     }
     fn list_sessions(&self) -> Result<Vec<String>, TmuxError> {
         self.listing("list")
@@ -106,7 +110,7 @@ impl TmuxApi for FakeTmux {
     fn has_session(&self, name: &SessionName) -> Result<bool, TmuxError> {
         Ok(self.0.borrow().live.iter().any(|n| n == name.as_str()))
     }
-    fn new_session(&self, request: &NewSession) -> Result<(), TmuxError> {
+    fn new_session(&self, request: &NewSession) -> Result<Option<u32>, TmuxError> {
         if let Some(hook) = self.0.borrow().during_new.as_ref() {
             hook();
         }
@@ -115,7 +119,7 @@ impl TmuxApi for FakeTmux {
         if !state.live.iter().any(|n| n == request.name.as_str()) {
             state.live.push(request.name.to_string());
         }
-        Ok(())
+        Ok(Some(4243))
     }
     fn kill_session(&self, name: &SessionName) -> Result<Killed, TmuxError> {
         let mut state = self.state();

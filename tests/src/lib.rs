@@ -10,6 +10,7 @@ pub mod fake_tmux;
 pub mod fixtures;
 pub mod golden;
 pub mod held;
+pub mod install;
 pub mod ops;
 pub mod privilege;
 pub mod sandbox;

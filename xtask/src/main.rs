@@ -6,6 +6,8 @@ mod ci;
 mod demo;
 mod exit;
 mod golden;
+mod install;
+mod man;
 mod run;
 mod walk;
 
@@ -48,6 +50,17 @@ enum Command {
     },
     /// Build agent-box-mark-stopped with a registry path and state directory baked in, verify it, install it.
     BakeEpilogue(bake_epilogue::BakeArgs),
+    /// Install the programs for this user without Nix: release build, baked epilogue, wrappers, environment file,
+    /// manual pages and a systemd user unit; re-running upgrades in place.
+    Install(install::InstallArgs),
+    /// Remove exactly what install wrote (never the registry, leases or logs).
+    Uninstall(install::UninstallArgs),
+    /// Render the manual pages of the four programs (default into target/man/).
+    Man {
+        /// The directory to write the pages into.
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
+    },
     /// Measure the quality bars of spec 90 (epilogue, tick, add, rmw, crash) and write target/bench/report.json.
     Bench(bench::BenchArgs),
 }
@@ -64,6 +77,9 @@ fn main() -> ExitCode {
         Command::Nix { bless } => ci::nix::command(bless),
         Command::BakeEpilogue(args) => bake_epilogue::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Install(args) => install::install(&args),
+        Command::Uninstall(args) => install::uninstall(&args),
+        Command::Man { out } => man::run(out),
     };
     ExitCode::from(code)
 }

@@ -21,6 +21,7 @@ const HELP: &str = "\
 usage: agent-box-mark-stopped NAME STATUS [GEN|-]
        agent-box-mark-stopped --print-paths
        agent-box-mark-stopped --help
+       agent-box-mark-stopped --version
 
 The pane epilogue of agent-box sessions: the pane's shell runs it once after the agent process ended.
   STATUS 0     the session is parked: \"stopped\": true in sessions.json; a lease for GEN is resolved
@@ -39,6 +40,9 @@ fn main() -> ExitCode {
     match argv.as_slice() {
         [only] if only == "--help" => print(HELP),
         [only] if only == "--print-paths" => print(&print_paths()),
+        // Like clap's `--version` in the other three programs; alone only, so a session named `--version` (the
+        // charset allows it) is still recorded when called as `NAME STATUS`.
+        [only] if only == "--version" => print(concat!("agent-box-mark-stopped ", env!("CARGO_PKG_VERSION"), "\n")),
         _ => match BAKED {
             Some((sessions, state)) => {
                 if let Some(report) = args::parse(&argv) {

@@ -66,6 +66,23 @@ pub fn with_file_lock<R>(
     }
 }
 
+/// Who holds the exclusive lock on `path`, asked without waiting and without creating anything: `Ok(true)` when
+/// another process holds it (a shared attempt is refused), `Ok(false)` when nobody does or the file is missing.
+/// The shared attempt is released at once; a holder that takes the lock meanwhile waits at most that instant.
+pub fn is_held(path: &Path) -> io::Result<bool> {
+    let file = match OpenOptions::new().read(true).open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err),
+    };
+    let lock = fd_lock::RwLock::new(file);
+    match lock.try_read() {
+        Ok(_) => Ok(false),
+        Err(err) if err.kind() == io::ErrorKind::WouldBlock => Ok(true),
+        Err(err) => Err(err),
+    }
+}
+
 fn open_lock_file(path: &Path, create_dir: bool) -> io::Result<File> {
     // std opens every file with O_CLOEXEC (RG-7.9).
     let open = || OpenOptions::new().append(true).create(true).mode(0o600).open(path);

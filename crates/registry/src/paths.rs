@@ -102,6 +102,13 @@ impl Paths {
     pub fn lock_file(&self) -> PathBuf {
         lock_path_of(&self.registry)
     }
+    /// The supervisor's single-instance lock beside the registry (F20, issue 11): held by the running supervisor
+    /// for its whole life, holding its pid as text; `ls` tests it to tell whether a supervisor runs.
+    pub fn supervisor_lock(&self) -> PathBuf {
+        let mut name = self.registry.as_os_str().to_owned();
+        name.push(".supervisor.lock");
+        PathBuf::from(name)
+    }
     pub fn state_dir(&self) -> &Path {
         &self.state_dir
     }

@@ -115,7 +115,7 @@ mod tests {
         assert_eq!(run(&ctx, false), (75, String::new()));
         let env = limit_files(home.path(), "2");
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let broken = FakeTmux::unreachable(TmuxError::NotInstalled);
+        let broken = FakeTmux::unreachable(TmuxError::Timeout);
         assert_eq!(run(&context(home.path(), broken, &env), true), (75, String::new()));
         let ctx = context(home.path(), FakeTmux::live(&[]), &env);
         assert_eq!(run(&ctx, false), (0, "{\"used\": 0, \"max\": 2}\n".to_owned()));

@@ -33,7 +33,13 @@ UNRESOLVED ASSIGNMENT marks a dispatched session whose work this box accepted bu
 agent crashed, or its pane vanished). It stays until the work is checked and the session removed with rm.
 
 stop keeps the session listed but parked (restart revives it); rm removes it from the list, kills its pane and
-deletes its state. Attach to a session with: tmux -L agent-box attach -t NAME";
+deletes its state.
+
+Attach to a session with: agent-box-session attach NAME (detach again with Ctrl-b d). It finds the box's tmux
+socket by itself: /run/agent-box-USER on NixOS, /run/user/UID/agent-box under the systemd user unit of
+`cargo xtask install`. ls says when no supervisor is running; nothing starts until one is.
+
+Shell completion: agent-box-session completions bash|zsh|fish prints the script for that shell.";
 
 /// The operator CLI of agent-box.
 #[derive(Debug, Parser)]
@@ -55,6 +61,10 @@ pub enum Verb {
     Leases(JsonFlag),
     /// Show the newest records of the hook-session log.
     Log(LogArgs),
+    /// Attach the terminal to a live session (inside tmux: switch to it).
+    Attach(NameArg),
+    /// Print the shell completion script for bash, zsh or fish.
+    Completions(CompletionsArgs),
     /// Register a new session; the supervisor starts it.
     Add(Box<AddArgs>),
     /// Remove a session from the list, kill its pane and delete its state.
@@ -83,6 +93,24 @@ pub struct LogArgs {
     /// How many records to show (default 20).
     #[arg(short = 'n', value_name = "N")]
     pub count: Option<String>,
+    /// Print a versioned JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+/// The shells `completions` writes a script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Debug, Args)]

@@ -52,6 +52,12 @@ pub enum SessionError {
     /// M24, one line per session that could not be killed (exit 1).
     #[error("{}", kill_lines(.0))]
     KillFailed(Vec<KillFailure>),
+    /// `restart --all`: M24 per session that could not be killed, then M48 when `stopped` was cleared (exit 1).
+    #[error("{}", kill_lines(.failures))]
+    KillsFailedAfterWrite { failures: Vec<KillFailure>, cleared: usize },
+    /// M42–M44: the registry was changed but the kill did not happen; the line says both (exit 1).
+    #[error("{0}")]
+    PartlyDone(String),
     /// M34: `peers` could not ask tmux (exit 1).
     #[error("{}", messages::live_unknown(.0))]
     LiveUnknown(String),
@@ -72,6 +78,7 @@ impl SessionError {
                 exit::FAILURE
             }
             Self::NoFreeName(_) | Self::KillFailed(_) | Self::LiveUnknown(_) | Self::Failed(_) => exit::FAILURE,
+            Self::KillsFailedAfterWrite { .. } | Self::PartlyDone(_) => exit::FAILURE,
         }
     }
 
@@ -83,6 +90,14 @@ impl SessionError {
             }
             Self::KillFailed(failures) => {
                 failures.iter().map(|f| Line::Prefixed(messages::kill_failed(&f.name, &f.reason))).collect()
+            }
+            Self::KillsFailedAfterWrite { failures, cleared } => {
+                let mut lines: Vec<Line> =
+                    failures.iter().map(|f| Line::Prefixed(messages::kill_failed(&f.name, &f.reason))).collect();
+                if *cleared > 0 {
+                    lines.push(Line::Prefixed(messages::all_unstopped_kills_failed(*cleared)));
+                }
+                lines
             }
             _ => vec![Line::Prefixed(self.to_string())],
         }

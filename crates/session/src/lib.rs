@@ -3,8 +3,10 @@
 //! knows its exit code and message; only `main` writes to stdout and stderr.
 
 pub mod add;
+pub mod attach;
 pub mod capacity;
 pub mod cli;
+pub mod completions;
 pub mod error;
 pub mod leases;
 mod locked;
@@ -40,7 +42,13 @@ pub fn run(ctx: &Context, verb: &Verb, out: &mut Out) -> Result<(), SessionError
         Verb::Peers(flag) => peers::peers(ctx, flag.json, out),
         Verb::Capacity(flag) => capacity::capacity(ctx, flag.json, out),
         Verb::Leases(flag) => leases::leases(ctx, flag.json, out),
-        Verb::Log(args) => log::log(ctx, args.count.as_deref(), out),
+        Verb::Log(args) => log::log(ctx, args.count.as_deref(), args.json, out),
+        // `main` execs tmux for a target; reaching here only checks it.
+        Verb::Attach(arg) => attach::target(ctx, &arg.name).map(drop),
+        Verb::Completions(args) => {
+            completions::completions(args.shell, out);
+            Ok(())
+        }
         Verb::Add(args) => add::add(ctx, args, out),
         Verb::Rm(arg) => rm::rm(ctx, &arg.name, out),
         Verb::Stop(arg) => stop::stop(ctx, &arg.name, out),

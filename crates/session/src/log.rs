@@ -1,6 +1,8 @@
 //! `log [-n N]` (50-session-cli §7.5, §7.6): the newest hook-log records, oldest first, one line each. Takes no
 //! lock (the log is trimmed by rename, so a reader always sees a whole file) and creates nothing.
 
+use agent_box_types::report::LogReport;
+use agent_box_types::{VERSION, pretty};
 use lease::{HookLog, LogLine};
 use serde_json::Value;
 use view::Context;
@@ -16,19 +18,39 @@ pub const DEFAULT_COUNT: usize = 20;
 /// Characters of an unrecognised line that are shown.
 const RAW_LIMIT: usize = 200;
 
-/// Runs `log`; `count` is the raw `-n` value (M36, exit 2, when it is not a count). An unreadable log is a
-/// warning.
-pub fn log(ctx: &Context, count: Option<&str>, out: &mut Out) -> Result<(), SessionError> {
+/// Runs `log [--json]`; `count` is the raw `-n` value (M36, exit 2, when it is not a count). An unreadable log is
+/// a warning; an empty or missing one says so in text mode (M51), and is an empty `records` list in JSON.
+pub fn log(ctx: &Context, count: Option<&str>, json: bool, out: &mut Out) -> Result<(), SessionError> {
     let count = match count {
         None => DEFAULT_COUNT,
         Some(text) => parse_count(text).ok_or_else(|| SessionError::Usage(messages::bad_count(text)))?,
     };
     let log = HookLog::new(ctx.paths.hook_log());
-    match log.tail(count) {
-        Ok(lines) => lines.iter().for_each(|line| out.line(&render(line))),
-        Err(err) => out.warn(format!("cannot read {} ({err})", log.path().display())),
+    let lines = match log.tail(count) {
+        Ok(lines) => lines,
+        Err(err) => {
+            out.warn(format!("cannot read {} ({err})", log.path().display()));
+            Vec::new()
+        }
+    };
+    if json {
+        let records = lines.into_iter().map(json_record).collect();
+        let text = pretty(&LogReport { version: VERSION, records }).map_err(|e| SessionError::Failed(e.to_string()))?;
+        out.bytes(text.as_bytes());
+    } else if lines.is_empty() && !log.path().metadata().is_ok_and(|m| m.len() > 0) {
+        out.warn(messages::log_empty(&log.path().display().to_string()));
+    } else {
+        lines.iter().for_each(|line| out.line(&render(line)));
     }
     Ok(())
+}
+
+/// One record of `log --json`: the parsed line as written, or `{"raw": "<line>"}`.
+fn json_record(line: LogLine) -> Value {
+    match line {
+        LogLine::Parsed(value) => value,
+        LogLine::Raw(text) => serde_json::json!({ "raw": text }),
+    }
 }
 
 /// `-n`: ASCII digits only, fitting a u32, at least 1.

@@ -1,7 +1,7 @@
 //! `ls [--json]` (50-session-cli §4): every registry entry in file order, then the unmanaged live names, each
 //! with the state the operator needs. A read-only verb: takes no lock and creates nothing.
 
-use agent_box_types::report::{LsReport, LsSession, SessionState, TmuxStatus};
+use agent_box_types::report::{LsReport, LsSession, SessionState, SupervisorStatus, TmuxStatus};
 use agent_box_types::{VERSION, pretty};
 use view::Context;
 use view::ls::{Row, rows};
@@ -23,8 +23,12 @@ pub fn ls(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> 
             (Vec::new(), TmuxStatus::Unavailable)
         }
     };
+    let supervisor = view::read::supervisor_status(&ctx.paths);
+    if supervisor == SupervisorStatus::Stopped {
+        out.warn(messages::no_supervisor(&ctx.paths.registry().display().to_string()));
+    }
     let rows = rows(ctx, &registry.doc, &live, registry::time::now_epoch());
-    let text = if json { render_json(&registry, tmux, &rows)? } else { render_text(&rows) };
+    let text = if json { render_json(&registry, tmux, supervisor, &rows)? } else { render_text(&rows) };
     out.bytes(text.as_bytes());
     Ok(())
 }
@@ -61,6 +65,9 @@ pub fn state_text(row: &Row) -> String {
         (SessionState::Died, Some(died)) => format!("died({})", compact(died)),
         (state, _) => state_word(state).to_owned(),
     };
+    if let Some(agent) = &row.harness_missing {
+        text.push_str(&format!(", harness '{agent}' not installed"));
+    }
     if let Some(backoff) = &row.backoff {
         text.push_str(&format!(", backoff until {} UTC", registry::time::format_hms(backoff.until)));
     }
@@ -81,9 +88,14 @@ fn state_word(state: SessionState) -> &'static str {
 }
 
 /// The JSON report of §12.2.
-pub fn render_json(registry: &RegistryView, tmux: TmuxStatus, rows: &[Row]) -> Result<String, SessionError> {
-    let report =
-        LsReport { version: VERSION, registry: registry.status, tmux, sessions: rows.iter().map(json_row).collect() };
+pub fn render_json(
+    registry: &RegistryView,
+    tmux: TmuxStatus,
+    supervisor: SupervisorStatus,
+    rows: &[Row],
+) -> Result<String, SessionError> {
+    let sessions = rows.iter().map(json_row).collect();
+    let report = LsReport { version: VERSION, registry: registry.status, tmux, supervisor, sessions };
     pretty(&report).map_err(|e| SessionError::Failed(e.to_string()))
 }
 
@@ -100,6 +112,7 @@ fn json_row(row: &Row) -> LsSession {
         working_directory: row.working_directory.clone(),
         unresolved: row.unresolved.clone(),
         backoff_until: row.backoff.as_ref().map(|b| b.raw.clone()),
+        harness_missing: row.harness_missing.clone(),
     }
 }
 
@@ -154,6 +167,9 @@ scratch                  -        unmanaged
             ..row("n", Some("claude"), SessionState::Starting)
         };
         assert_eq!(state_text(&backing_off), "starting, backoff until 14:03:11 UTC");
+        let missing =
+            Row { harness_missing: Some("claude".into()), ..row("m", Some("claude"), SessionState::Starting) };
+        assert_eq!(state_text(&missing), "starting, harness 'claude' not installed");
         let odd = Row { listed: true, ..row("a\u{1b}[2Jb", None, SessionState::Starting) };
         let died_text = Row { listed: true, died: Some(Value::from("x")), ..row("d", Some("c"), SessionState::Died) };
         let text = render_text(&[odd, died_text]);
@@ -172,7 +188,7 @@ scratch                  -        unmanaged
         }];
         let dir = tempfile::tempdir().unwrap();
         let registry = read_registry(&registry::Paths::for_root(dir.path(), "agent"));
-        let text = render_json(&registry, TmuxStatus::Unavailable, &rows).unwrap();
+        let text = render_json(&registry, TmuxStatus::Unavailable, SupervisorStatus::Stopped, &rows).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let keys: Vec<&String> = value["sessions"][0].as_object().unwrap().keys().collect();
         assert_eq!(
@@ -188,7 +204,8 @@ scratch                  -        unmanaged
                 "origin",
                 "workingDirectory",
                 "unresolved",
-                "backoffUntil"
+                "backoffUntil",
+                "harnessMissing"
             ]
         );
         let report: LsReport = serde_json::from_str(&text).unwrap();

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use registry::exit;
 use session::SessionError;
-use session::cli::Cli;
+use session::cli::{Cli, Verb};
 use session::out::{Line, Out};
 use view::Context;
 
@@ -27,13 +27,32 @@ fn main() -> ExitCode {
     if let Some(refused) = session::out_of_scope(&cli.verb) {
         return finish(Out::new(), Err(refused));
     }
+    if let Verb::Completions(args) = &cli.verb {
+        // Needs no configuration: a completion script is written before the box is set up.
+        let mut out = Out::new();
+        session::completions::completions(args.shell, &mut out);
+        return finish(out, Ok(()));
+    }
     let ctx = match Context::from_env() {
         Ok(ctx) => ctx,
         Err(problem) => return finish(Out::new(), Err(SessionError::Usage(problem.0))),
     };
+    if let Verb::Attach(arg) = &cli.verb {
+        return attach(&ctx, &arg.name);
+    }
     let mut out = Out::new();
     let result = session::run(&ctx, &cli.verb, &mut out);
     finish(out, result)
+}
+
+/// `attach NAME`: checks, then the process becomes tmux; it returns only when tmux could not be started (M50).
+fn attach(ctx: &Context, raw: &str) -> ExitCode {
+    let target = match session::attach::target(ctx, raw) {
+        Ok(target) => target,
+        Err(err) => return finish(Out::new(), Err(err)),
+    };
+    let err = tmux::Tmux::new(ctx.tmux_config.clone()).attach(&target.name, target.switch);
+    finish(Out::new(), Err(SessionError::Failed(session::messages::cannot_attach(raw, &err.reason()))))
 }
 
 /// Prints the warnings, then the error, then the results (§3.9: a closed stdout ends quietly with the exit code

@@ -28,7 +28,7 @@ pub fn exists(name: &str) -> String {
 pub const AGENT_DEPRECATED: &str = "--agent is deprecated, use --harness (it picks the CLI program)";
 pub const BAD_REMOTE_CONTROL: &str = "--remote-control must be 'true' or 'false'";
 pub const BAD_ORIGIN: &str = "--origin must be user, agent or webhook";
-pub const NO_AGENTS: &str = "AGENT_BOX_AGENTS is not set; run agent-box-session through its installed wrapper";
+pub const NO_AGENTS: &str = "AGENT_BOX_AGENTS is not set; run the agent-box-session that `cargo xtask install` or the NixOS module puts on PATH (a wrapper that sets it), or set it yourself, e.g. AGENT_BOX_AGENTS='claude shell'";
 pub const NO_DEFAULT_AGENT: &str = "AGENT_BOX_DEFAULT_AGENT is not set and no --harness was given";
 
 /// M8 (printed without the prefix).
@@ -79,6 +79,72 @@ pub fn added(name: &str, harness: &str, with_prompt: bool) -> String {
 pub fn removed(name: &str) -> String {
     format!("session '{}' removed", echoed_name(name))
 }
+/// M40 (stdout): `rm` of a name that is neither listed nor live, and nothing of it was left.
+pub fn nothing_to_remove(name: &str) -> String {
+    format!("nothing to remove: no session '{}' is listed or live", echoed_name(name))
+}
+/// M41 (stdout): `rm` of a name that is neither listed nor live, whose leftover state it deleted.
+pub fn removed_leftovers(name: &str) -> String {
+    format!("no session '{}' was listed or live; removed its leftover state", echoed_name(name))
+}
+/// M42: `rm` delisted the session but could not kill its pane.
+pub fn removed_but_not_killed(name: &str, reason: &str) -> String {
+    format!("session '{}' removed from the registry; its tmux session could not be killed: {reason}", echoed_name(name))
+}
+/// M43: `stop` flagged the session but could not kill its pane.
+pub fn stopped_but_not_killed(name: &str, reason: &str) -> String {
+    format!(
+        "session '{}' is marked stopped in the registry; its tmux session could not be killed: {reason}",
+        echoed_name(name)
+    )
+}
+/// M44: `restart` cleared `stopped` but could not kill the pane.
+pub fn unstopped_but_not_killed(name: &str, reason: &str) -> String {
+    format!(
+        "session '{}' is no longer stopped in the registry; its tmux session could not be killed: {reason}",
+        echoed_name(name)
+    )
+}
+/// M45 (stdout): `restart` of a stopped session, which had no pane to kill.
+pub fn unstopped(name: &str) -> String {
+    format!("session '{name}' is no longer stopped — the supervisor starts it within ~2s")
+}
+/// M46 (stdout): `restart` of a listed session whose pane was already gone.
+pub fn had_no_pane(name: &str) -> String {
+    format!("session '{name}' had no pane to kill — the supervisor starts it within ~2s")
+}
+/// M47 (stdout): `restart --all` when some sessions had no pane.
+pub fn all_restarting(killed: usize, without_pane: usize) -> String {
+    format!(
+        "all sessions restart within ~2s: {killed} killed, {without_pane} had no pane — the supervisor starts each (re-reading env)"
+    )
+}
+/// M48: `restart --all` cleared `stopped` on some entries although kills failed.
+pub fn all_unstopped_kills_failed(cleared: usize) -> String {
+    format!("'stopped' was cleared in the registry for {cleared} session(s); the kills above did not happen")
+}
+/// M49: `attach` of a name that is not live.
+pub fn not_live(name: &str) -> String {
+    format!(
+        "no live session '{}' to attach to; agent-box-session ls shows what is live (a listed session is started within ~2s while a supervisor runs)",
+        echoed_name(name)
+    )
+}
+/// M50: tmux could not be started for `attach`.
+pub fn cannot_attach(name: &str, reason: &str) -> String {
+    format!("cannot attach to '{}': {reason}", echoed_name(name))
+}
+/// M51: `log` with no record yet.
+pub fn log_empty(path: &str) -> String {
+    format!("no hook-session record yet ({path}): no dispatched session has started or ended on this box")
+}
+/// M52: `ls` while no supervisor holds this registry.
+pub fn no_supervisor(registry: &str) -> String {
+    format!(
+        "no supervisor is running for {registry}: nothing is started or restarted until one is (systemctl --user start agent-box.service, or run agent-box-supervisor)"
+    )
+}
+
 /// M24.
 pub fn kill_failed(name: &str, reason: &str) -> String {
     format!("could not kill tmux session '{}': {reason}", echoed_name(name))

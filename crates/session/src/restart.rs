@@ -21,39 +21,50 @@ fn is_shell(doc: &Document, key: &str) -> bool {
     doc.entry(key).and_then(|e| e.agent()) == Some("shell")
 }
 
-fn one(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
-    let name = checked_name(raw)?;
-    let listed = ctx.paths.registry().exists() && relisted(ctx, &name, out)?;
-    match (listed, ctx.kill(&name)) {
-        (_, KillResult::Failed(reason)) => {
-            Err(SessionError::KillFailed(vec![KillFailure { name: raw.to_owned(), reason }]))
-        }
-        (true, _) => {
-            out.line(&messages::restarted(raw));
-            Ok(())
-        }
-        (false, KillResult::AlreadyGone) => Err(SessionError::NoSuchSession(raw.to_owned())),
-        (false, KillResult::Killed) => {
-            out.line(&messages::killed_unlisted(raw));
-            Ok(())
-        }
-    }
+/// What `restart NAME` found under the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listed {
+    No,
+    Yes,
+    /// Listed, and its `stopped` flag was just removed.
+    Unstopped,
 }
 
-/// Under the lock: admission for a listed name, then `stopped` removed; false when the name is not listed.
-fn relisted(ctx: &Context, name: &SessionName, out: &mut Out) -> Result<bool, SessionError> {
+fn one(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
+    let name = checked_name(raw)?;
+    let listed = if ctx.paths.registry().exists() { relisted(ctx, &name, out)? } else { Listed::No };
+    let line = match (listed, ctx.kill(&name)) {
+        (Listed::Unstopped, KillResult::Failed(reason)) => {
+            return Err(SessionError::PartlyDone(messages::unstopped_but_not_killed(raw, &reason)));
+        }
+        (_, KillResult::Failed(reason)) => {
+            return Err(SessionError::KillFailed(vec![KillFailure { name: raw.to_owned(), reason }]));
+        }
+        (Listed::No, KillResult::AlreadyGone) => return Err(SessionError::NoSuchSession(raw.to_owned())),
+        (Listed::No, KillResult::Killed) => messages::killed_unlisted(raw),
+        (_, KillResult::Killed) => messages::restarted(raw),
+        (Listed::Unstopped, KillResult::AlreadyGone) => messages::unstopped(raw),
+        (Listed::Yes, KillResult::AlreadyGone) => messages::had_no_pane(raw),
+    };
+    out.line(&line);
+    Ok(())
+}
+
+/// Under the lock: admission for a listed name, then `stopped` removed.
+fn relisted(ctx: &Context, name: &SessionName, out: &mut Out) -> Result<Listed, SessionError> {
     with_locked(ctx, out, |guard| {
         let mut doc = read_locked(guard)?;
         if !doc.contains(name.as_str()) {
-            return Ok(false);
+            return Ok(Listed::No);
         }
         if !is_shell(&doc, name.as_str()) {
             ctx.check_capacity(doc.sessions(), &[name.as_str()])?;
         }
         if doc.entry_mut(name).is_some_and(|mut e| e.remove_key("stopped")) {
             write_locked(guard, &doc)?;
+            return Ok(Listed::Unstopped);
         }
-        Ok(true)
+        Ok(Listed::Yes)
     })
 }
 
@@ -62,34 +73,39 @@ fn all(ctx: &Context, out: &mut Out) -> Result<(), SessionError> {
         out.line(messages::NOTHING_TO_RESTART);
         return Ok(());
     }
-    let keys = with_locked(ctx, out, |guard| {
+    let (keys, cleared) = with_locked(ctx, out, |guard| {
         let mut doc = read_locked(guard)?;
         let keys: Vec<String> = doc.names().map(str::to_owned).collect();
         let targets: Vec<&str> = keys.iter().map(String::as_str).filter(|k| !is_shell(&doc, k)).collect();
         if !targets.is_empty() {
             ctx.check_capacity(doc.sessions(), &targets)?;
         }
-        let mut changed = false;
+        let mut cleared = 0;
         for name in keys.iter().filter_map(|k| SessionName::parse(k).ok()) {
-            changed |= doc.entry_mut(&name).is_some_and(|mut e| e.remove_key("stopped"));
+            cleared += usize::from(doc.entry_mut(&name).is_some_and(|mut e| e.remove_key("stopped")));
         }
-        if changed {
+        if cleared > 0 {
             write_locked(guard, &doc)?;
         }
-        Ok(keys)
+        Ok((keys, cleared))
     })?;
-    let failures: Vec<KillFailure> = keys
-        .iter()
-        .filter_map(|k| SessionName::parse(k).ok())
-        .filter_map(|name| match ctx.kill(&name) {
-            KillResult::Failed(reason) => Some(KillFailure { name: name.to_string(), reason }),
-            KillResult::Killed | KillResult::AlreadyGone => None,
-        })
-        .collect();
-    if !failures.is_empty() {
-        return Err(SessionError::KillFailed(failures));
+    let (mut killed, mut without_pane, mut failures) = (0, 0, Vec::new());
+    for name in keys.iter().filter_map(|k| SessionName::parse(k).ok()) {
+        match ctx.kill(&name) {
+            KillResult::Failed(reason) => failures.push(KillFailure { name: name.to_string(), reason }),
+            KillResult::Killed => killed += 1,
+            KillResult::AlreadyGone => without_pane += 1,
+        }
     }
-    out.line(messages::ALL_RESTARTED);
+    if !failures.is_empty() {
+        return Err(SessionError::KillsFailedAfterWrite { failures, cleared });
+    }
+    // "killed" only when every session had a pane: a stopped or starting one was not killed (issue 11).
+    if without_pane == 0 {
+        out.line(messages::ALL_RESTARTED);
+    } else {
+        out.line(&messages::all_restarting(killed, without_pane));
+    }
     Ok(())
 }
 

@@ -10,17 +10,30 @@ use crate::locked::{checked_name, read_locked, with_locked, write_locked};
 use crate::messages;
 use crate::out::Out;
 
-/// Runs `rm NAME`; M23 on stdout, or M24 when the kill failed (the name is delisted either way).
+/// Runs `rm NAME`: M23 on stdout when the name was listed or live; M40/M41 when it was neither (exit 0, `rm` is
+/// idempotent); M42 when it was delisted but its pane could not be killed, M24 when nothing was delisted and the
+/// kill failed (exit 1 both).
 pub fn rm(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
     let name = checked_name(raw)?;
     let was_key = if ctx.paths.registry().exists() { delist(ctx, &name, out)? } else { false };
     let killed = ctx.kill(&name);
-    clean_up(ctx, &name, was_key, out);
-    if let KillResult::Failed(reason) = killed {
-        return Err(SessionError::KillFailed(vec![KillFailure { name: raw.to_owned(), reason }]));
+    let cleaned = clean_up(ctx, &name, was_key, out);
+    match (killed, was_key) {
+        (KillResult::Failed(reason), true) => {
+            Err(SessionError::PartlyDone(messages::removed_but_not_killed(raw, &reason)))
+        }
+        (KillResult::Failed(reason), false) => {
+            Err(SessionError::KillFailed(vec![KillFailure { name: raw.to_owned(), reason }]))
+        }
+        (KillResult::AlreadyGone, false) => {
+            out.line(&if cleaned { messages::removed_leftovers(raw) } else { messages::nothing_to_remove(raw) });
+            Ok(())
+        }
+        (KillResult::Killed, _) | (KillResult::AlreadyGone, true) => {
+            out.line(&messages::removed(raw));
+            Ok(())
+        }
     }
-    out.line(&messages::removed(raw));
-    Ok(())
 }
 
 /// Under the lock: drop the key; true when it was one.
@@ -35,11 +48,13 @@ fn delist(ctx: &Context, name: &SessionName, out: &mut Out) -> Result<bool, Sess
     })
 }
 
-/// Best effort (§9 step 4); the lease's end record is written before the lease is deleted.
-fn clean_up(ctx: &Context, name: &SessionName, was_key: bool, out: &mut Out) {
+/// Best effort (§9 step 4); the lease's end record is written before the lease is deleted. True when a file of
+/// the name was there to delete.
+fn clean_up(ctx: &Context, name: &SessionName, was_key: bool, out: &mut Out) -> bool {
     let paths = &ctx.paths;
+    let mut cleaned = false;
     for file in [paths.filter_file(name), paths.codex_wake(name), paths.side_file(name), paths.launch_file(name)] {
-        let _ = std::fs::remove_file(file);
+        cleaned |= std::fs::remove_file(file).is_ok();
     }
     let leases = LeaseDir::new(paths.lease_dir());
     let has_lease = !matches!(leases.read(name), LeaseState::Absent);
@@ -48,4 +63,5 @@ fn clean_up(ctx: &Context, name: &SessionName, was_key: bool, out: &mut Out) {
     if let Err(err) = leases.finish(name, &EndHow::Rm, &Expect::Any, log) {
         out.warn(format!("lease of '{name}' not cleared: {err}"));
     }
+    cleaned || has_lease
 }

@@ -14,17 +14,24 @@ pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError>
     if !ctx.paths.registry().exists() {
         return Err(SessionError::NoSuchSession(raw.to_owned()));
     }
-    let ephemeral = with_locked(ctx, out, |guard| {
+    let (ephemeral, flagged) = with_locked(ctx, out, |guard| {
         let mut doc = read_locked(guard)?;
         let Some(mut entry) = doc.entry_mut(&name) else { return Err(SessionError::NoSuchSession(raw.to_owned())) };
         let ephemeral = entry.view().ephemeral();
-        if entry.set("stopped", Value::Bool(true)) {
+        let flagged = entry.set("stopped", Value::Bool(true));
+        if flagged {
             write_locked(guard, &doc)?;
         }
-        Ok(ephemeral)
+        Ok((ephemeral, flagged))
     })?;
-    if let KillResult::Failed(reason) = ctx.kill(&name) {
-        return Err(SessionError::KillFailed(vec![KillFailure { name: raw.to_owned(), reason }]));
+    match ctx.kill(&name) {
+        KillResult::Failed(reason) if flagged => {
+            return Err(SessionError::PartlyDone(messages::stopped_but_not_killed(raw, &reason)));
+        }
+        KillResult::Failed(reason) => {
+            return Err(SessionError::KillFailed(vec![KillFailure { name: raw.to_owned(), reason }]));
+        }
+        KillResult::Killed | KillResult::AlreadyGone => {}
     }
     out.line(&if ephemeral { messages::stopped_ephemeral(raw) } else { messages::stopped(raw) });
     Ok(())

@@ -356,7 +356,7 @@ fn cl09_missing_registry_is_never_created_and_unknown_names_are_m25() {
         assert!(!sb.registry().exists(), "{verb} created the registry");
         assert!(!sb.home().join(".config").exists(), "{verb} created a directory");
         match verb {
-            "rm" => drop(out.code(0).stdout("session 'ghost' removed\n")),
+            "rm" => drop(out.code(0).stdout("nothing to remove: no session 'ghost' is listed or live\n")),
             _ => drop(out.code(2).stderr("no such session: 'ghost' (see agent-box-session ls)\n")),
         }
     }
@@ -448,7 +448,9 @@ fn kill_failure_is_exit_1_and_never_reported_as_success() {
     sb.set_env("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux");
     session(&sb, &["stop", "x"])
         .code(1)
-        .stderr(predicate::str::contains("could not kill tmux session 'x': tmux did not run"));
+        .stderr(predicate::str::contains(
+            "session 'x' is marked stopped in the registry; its tmux session could not be killed: tmux did not run (/nonexistent/tmux cannot be started",
+        ));
     let add = session(&sb, &["add", "y"]);
     // capacity cannot be checked without tmux
     add.code(75).stderr(predicate::str::contains("cannot check session capacity"));

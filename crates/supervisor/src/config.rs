@@ -1,4 +1,15 @@
 //! The supervisor's configuration, resolved once from the environment at start-up (30-supervisor §1).
+//!
+//! Defaults chosen where the specification required a variable (issue 11):
+//! - **Installed mode.** When the directory of the running binary also holds an `agent-box-mark-stopped` that is
+//!   baked for this user's registry and state directory (its `--print-paths` says so), the programs were installed
+//!   by `cargo xtask install`. Then `AGENT_BOX_MARK_STOPPED` defaults to that epilogue (its stable path),
+//!   `AGENT_BOX_SESSIONS_SEED` to no seed (a missing registry becomes the empty document), and
+//!   `AGENT_BOX_AGENT_BINS` to none, with every harness resolved from `PATH` when it is not in the list.
+//! - Outside installed mode (the NixOS unit, a bare `cargo build`) the three stay required, exactly as before, but
+//!   every missing or bad variable is reported at once, in one line that says how to get them.
+//! - Only a baked epilogue that prints this user's paths counts: an unbaked one (what `cargo build` puts next to
+//!   the supervisor) would record nothing, and one baked for another registry would record in the wrong place.
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -33,10 +44,15 @@ impl NoticePolicy {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub paths: Paths,
-    pub seed: PathBuf,
+    /// `AGENT_BOX_SESSIONS_SEED`; `None` only in installed mode (no seed: the empty document).
+    pub seed: Option<PathBuf>,
     /// `name=/path` pairs of `AGENT_BOX_AGENT_BINS`, in their order (a path is used only if absolute and executable).
     pub agent_bins: Vec<(String, PathBuf)>,
+    /// Installed mode: `PATH`, where harnesses missing from `agent_bins` are looked up last (§12.1 addition).
+    pub harness_path: Option<OsString>,
     pub mark_stopped: PathBuf,
+    /// The programs were installed by `cargo xtask install` (see the module documentation).
+    pub installed: bool,
     pub env_exec: Option<PathBuf>,
     /// `AGENT_BOX_HOST_LABEL`, else the kernel hostname, else none.
     pub host_label: Option<String>,
@@ -54,9 +70,9 @@ pub struct Config {
     pub tmux: TmuxConfig,
 }
 
-/// A start-up configuration error (exit 2).
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigProblem {
+/// One thing wrong with the start-up configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
     #[error(transparent)]
     Paths(#[from] ConfigError),
     #[error("{0} is not set")]
@@ -69,30 +85,85 @@ pub enum ConfigProblem {
     Tmux(String),
 }
 
+/// Every problem of the start-up configuration, reported together in one line (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem(pub Vec<Problem>);
+
+/// How to get the required variables, appended when one is missing.
+pub const HOW_TO_CONFIGURE: &str = "run `cargo xtask install` in a checkout of agent-box (it installs the programs with defaults for all three, an environment file and a systemd user unit) or enable the NixOS module services.agent-box; agent-box-supervisor --help lists every variable";
+
+impl std::fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let missing: Vec<&str> =
+            self.0.iter().filter_map(|p| if let Problem::Missing(var) = p { Some(*var) } else { None }).collect();
+        let mut parts: Vec<String> = Vec::new();
+        match missing.as_slice() {
+            [] => {}
+            [one] => parts.push(format!("{one} is not set")),
+            [init @ .., last] => parts.push(format!("{} and {last} are not set", init.join(", "))),
+        }
+        parts.extend(self.0.iter().filter(|p| !matches!(p, Problem::Missing(_))).map(ToString::to_string));
+        write!(f, "cannot start: {}", parts.join("; "))?;
+        if !missing.is_empty() {
+            write!(f, "; {HOW_TO_CONFIGURE}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigProblem {}
+
 impl Config {
-    /// Reads the process environment.
+    /// Reads the process environment; installed mode is detected next to the running binary.
     pub fn from_env() -> Result<Self, ConfigProblem> {
-        Self::from_lookup(|k| std::env::var_os(k))
+        Self::from_lookup_with(|k| std::env::var_os(k), installed_epilogue)
     }
 
-    /// Reads an environment given as a lookup (tests).
+    /// Reads an environment given as a lookup, outside installed mode (tests).
     pub fn from_lookup(env: impl Fn(&str) -> Option<OsString>) -> Result<Self, ConfigProblem> {
+        Self::from_lookup_with(env, |_| None)
+    }
+
+    /// Reads an environment given as a lookup; `installed` finds the installed epilogue for these paths, if any.
+    pub fn from_lookup_with(
+        env: impl Fn(&str) -> Option<OsString>,
+        installed: impl FnOnce(&Paths) -> Option<PathBuf>,
+    ) -> Result<Self, ConfigProblem> {
         let set = |k: &str| env(k).filter(|v| !v.is_empty());
         let text = |k: &str| set(k).map(|v| v.to_string_lossy().into_owned());
-        let paths = Paths::from_lookup(&env, registry::paths::passwd_name)?;
-        let seed = required_absolute("AGENT_BOX_SESSIONS_SEED", set("AGENT_BOX_SESSIONS_SEED"))?;
-        let bins = text("AGENT_BOX_AGENT_BINS").ok_or(ConfigProblem::Missing("AGENT_BOX_AGENT_BINS"))?;
-        let mark_stopped = required_absolute("AGENT_BOX_MARK_STOPPED", set("AGENT_BOX_MARK_STOPPED"))?;
-        if !is_executable_file(&mark_stopped) {
-            return Err(ConfigProblem::EpilogueNotExecutable(mark_stopped.display().to_string()));
+        let mut problems = Vec::new();
+        let paths = Paths::from_lookup(&env, registry::paths::passwd_name).map_err(|e| problems.push(e.into())).ok();
+        let installed_epilogue = paths.as_ref().and_then(installed);
+        let is_installed = installed_epilogue.is_some();
+        let seed = absolute("AGENT_BOX_SESSIONS_SEED", set("AGENT_BOX_SESSIONS_SEED"), !is_installed, &mut problems);
+        let bins = text("AGENT_BOX_AGENT_BINS");
+        if bins.is_none() && !is_installed {
+            problems.push(Problem::Missing("AGENT_BOX_AGENT_BINS"));
         }
-        let env_exec = optional_absolute("AGENT_BOX_ENV_EXEC", set("AGENT_BOX_ENV_EXEC"))?;
-        let codex_home =
-            optional_absolute("CODEX_HOME", set("CODEX_HOME"))?.unwrap_or_else(|| paths.home().join(".codex"));
+        let mark_stopped = absolute("AGENT_BOX_MARK_STOPPED", set("AGENT_BOX_MARK_STOPPED"), false, &mut problems)
+            .or(installed_epilogue);
+        match &mark_stopped {
+            Some(path) if !is_executable_file(path) => {
+                problems.push(Problem::EpilogueNotExecutable(path.display().to_string()));
+            }
+            Some(_) => {}
+            None => problems.push(Problem::Missing("AGENT_BOX_MARK_STOPPED")),
+        }
+        let env_exec = absolute("AGENT_BOX_ENV_EXEC", set("AGENT_BOX_ENV_EXEC"), false, &mut problems);
+        let codex_home = absolute("CODEX_HOME", set("CODEX_HOME"), false, &mut problems);
+        let tmux = paths.as_ref().and_then(|paths| {
+            TmuxConfig::from_lookup(&env, paths.user()).map_err(|e| problems.push(Problem::Tmux(e.to_string()))).ok()
+        });
+        let (Some(paths), Some(mark_stopped), Some(tmux), true) = (paths, mark_stopped, tmux, problems.is_empty())
+        else {
+            return Err(ConfigProblem(problems));
+        };
         let wait = registry::lock::parse_lock_wait(text("REGISTRY_LOCK_WAIT").as_deref());
-        let tmux = TmuxConfig::from_lookup(&env, paths.user()).map_err(|e| ConfigProblem::Tmux(e.to_string()))?;
         Ok(Self {
-            agent_bins: parse_agent_bins(&bins),
+            agent_bins: parse_agent_bins(bins.as_deref().unwrap_or("")),
+            harness_path: if is_installed { set("PATH") } else { None },
+            installed: is_installed,
+            codex_home: codex_home.unwrap_or_else(|| paths.home().join(".codex")),
             mark_stopped,
             env_exec,
             host_label: text("AGENT_BOX_HOST_LABEL").or_else(kernel_hostname),
@@ -100,7 +171,6 @@ impl Config {
             webhook: set("AGENT_BOX_WEBHOOK_REPO").is_some(),
             restart_notice: NoticePolicy::parse(text("AGENT_BOX_RESTART_NOTICE").as_deref()),
             codex_full_access: set("AGENT_BOX_CODEX_FULL_ACCESS").is_some(),
-            codex_home,
             login_shell: set("SHELL").map(PathBuf::from).filter(|p| p.is_absolute()),
             lock_wait: wait.wait.min(MAX_LOCK_WAIT),
             ignored_lock_wait: wait.ignored,
@@ -129,17 +199,51 @@ pub fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-fn required_absolute(var: &'static str, value: Option<OsString>) -> Result<PathBuf, ConfigProblem> {
-    optional_absolute(var, value)?.ok_or(ConfigProblem::Missing(var))
-}
-
-fn optional_absolute(var: &'static str, value: Option<OsString>) -> Result<Option<PathBuf>, ConfigProblem> {
+/// A path-valued variable (OV-5.2): a relative value, or a missing one when `required`, is noted in `problems`.
+fn absolute(
+    var: &'static str,
+    value: Option<OsString>,
+    required: bool,
+    problems: &mut Vec<Problem>,
+) -> Option<PathBuf> {
     match value.map(PathBuf::from) {
         Some(path) if !path.is_absolute() => {
-            Err(ConfigProblem::NotAbsolute { var, value: path.to_string_lossy().into_owned() })
+            problems.push(Problem::NotAbsolute { var, value: path.to_string_lossy().into_owned() });
+            None
         }
-        other => Ok(other),
+        None if required => {
+            problems.push(Problem::Missing(var));
+            None
+        }
+        other => other,
     }
+}
+
+/// The installed epilogue beside the running binary, when it is baked for `paths` (installed mode).
+pub fn installed_epilogue(paths: &Paths) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let candidate = exe.parent()?.join("agent-box-mark-stopped");
+    baked_for(&candidate, paths).then_some(candidate)
+}
+
+/// True when `epilogue` is an executable whose `--print-paths` names this registry and state directory (MS-3.5).
+pub fn baked_for(epilogue: &Path, paths: &Paths) -> bool {
+    if !is_executable_file(epilogue) {
+        return false;
+    }
+    let Ok(out) = std::process::Command::new(epilogue)
+        .arg("--print-paths")
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+    else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    lines.next() == Some(&format!("sessions-file {}", paths.registry().display()))
+        && lines.nth(1) == Some(&format!("state-dir {}", paths.state_dir().display()))
 }
 
 fn kernel_hostname() -> Option<String> {
@@ -190,10 +294,61 @@ mod tests {
         let mut env = base();
         env.retain(|(k, _)| *k != "AGENT_BOX_MARK_STOPPED");
         env.push(("AGENT_BOX_MARK_STOPPED", "/etc/passwd"));
-        assert!(matches!(Config::from_lookup(lookup(&env)), Err(ConfigProblem::EpilogueNotExecutable(_))));
+        let err = Config::from_lookup(lookup(&env)).unwrap_err();
+        assert_eq!(err.0, [Problem::EpilogueNotExecutable("/etc/passwd".into())]);
         let mut env = base();
         env.push(("AGENT_BOX_ENV_EXEC", "relative"));
-        assert!(matches!(Config::from_lookup(lookup(&env)), Err(ConfigProblem::NotAbsolute { .. })));
+        assert!(matches!(Config::from_lookup(lookup(&env)).unwrap_err().0[..], [Problem::NotAbsolute { .. }]));
+    }
+
+    #[test]
+    fn every_missing_variable_is_reported_in_one_line_with_the_way_to_get_them() {
+        let env: Vec<_> =
+            base().into_iter().filter(|(k, _)| !k.starts_with("AGENT_BOX_") || *k == "AGENT_BOX_TMUX_TMPDIR").collect();
+        let mut env = env;
+        env.push(("AGENT_BOX_ENV_EXEC", "relative"));
+        let text = Config::from_lookup(lookup(&env)).unwrap_err().to_string();
+        assert!(
+            text.starts_with(
+                "cannot start: AGENT_BOX_SESSIONS_SEED, AGENT_BOX_AGENT_BINS and AGENT_BOX_MARK_STOPPED are not set; \
+                 AGENT_BOX_ENV_EXEC must be an absolute path (it is 'relative'); run `cargo xtask install`"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("NixOS module") && !text.contains('\n'), "{text}");
+    }
+
+    #[test]
+    fn installed_mode_defaults_the_seed_the_harness_list_and_the_epilogue() {
+        let env = [
+            ("HOME", "/home/agent"),
+            ("USER", "agent"),
+            ("AGENT_BOX_TMUX_TMPDIR", "/tmp"),
+            ("PATH", "/opt/bin:/usr/bin"),
+        ];
+        let config = Config::from_lookup_with(lookup(&env), |_| Some(PathBuf::from("/bin/true"))).unwrap();
+        assert!(config.installed);
+        assert_eq!(config.seed, None);
+        assert!(config.agent_bins.is_empty());
+        assert_eq!(config.mark_stopped, PathBuf::from("/bin/true"));
+        assert_eq!(config.harness_path, Some(OsString::from("/opt/bin:/usr/bin")));
+        let explicit = [
+            ("HOME", "/home/agent"),
+            ("USER", "agent"),
+            ("AGENT_BOX_TMUX_TMPDIR", "/tmp"),
+            ("AGENT_BOX_MARK_STOPPED", "/bin/sh"),
+        ];
+        let config = Config::from_lookup_with(lookup(&explicit), |_| Some(PathBuf::from("/bin/true"))).unwrap();
+        assert_eq!(config.mark_stopped, PathBuf::from("/bin/sh"), "an explicit epilogue wins");
+        let outside = Config::from_lookup(lookup(&env)).unwrap_err();
+        assert_eq!(outside.0.len(), 3, "{outside}");
+    }
+
+    #[test]
+    fn only_an_epilogue_baked_for_these_paths_counts() {
+        let paths = Paths::for_root(Path::new("/home/agent"), "agent");
+        assert!(!baked_for(Path::new("/bin/true"), &paths), "prints nothing");
+        assert!(!baked_for(Path::new("/nonexistent/agent-box-mark-stopped"), &paths));
     }
 
     #[test]

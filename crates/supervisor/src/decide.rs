@@ -9,8 +9,10 @@ pub enum Action {
     IgnoreBadKey,
     /// D3: the value is not an object.
     NotAnObject,
-    /// D2, D4, D5, D7, D9: nothing to do.
+    /// D2, D4, D5, D7: nothing to do.
     Nothing,
+    /// D9: crashed, its post-mortem pane is up: nothing to do but say so once (L21).
+    PostMortem,
     /// D6: parked ephemeral entry with no pane: reap it.
     Reap,
     /// D8: running: heartbeat and backoff graduation.
@@ -46,7 +48,7 @@ pub fn decide(seen: &Seen<'_>) -> Action {
         (true, false) if died => Action::Nothing,
         (true, false) if entry.ephemeral() => Action::Reap,
         (true, false) => Action::Nothing,
-        (false, true) if died => Action::Nothing,
+        (false, true) if died => Action::PostMortem,
         (false, true) => Action::Running,
         (false, false) if !seen.launched => Action::FirstSpawn,
         (false, false) if died => Action::RespawnAfterCrash,
@@ -89,7 +91,7 @@ mod tests {
         assert_eq!(decide_for(&crashed_parked, false, true), Action::Nothing, "D7: a crash is never reaped");
         assert_eq!(decide_for(&plain, true, true), Action::Running, "D8");
         let died = map(json!({"died": 3}));
-        assert_eq!(decide_for(&died, true, true), Action::Nothing, "D9: the post-mortem shell stays");
+        assert_eq!(decide_for(&died, true, true), Action::PostMortem, "D9: the post-mortem shell stays");
         assert_eq!(decide_for(&plain, false, false), Action::FirstSpawn, "D10");
         assert_eq!(decide_for(&died, false, true), Action::RespawnAfterCrash, "D11");
         assert_eq!(decide_for(&plain, false, true), Action::RespawnVanished, "D12");
@@ -100,7 +102,7 @@ mod tests {
         let string_true = map(json!({"stopped": "true"}));
         assert_eq!(decide_for(&string_true, false, false), Action::FirstSpawn);
         let died_text = map(json!({"died": "x"}));
-        assert_eq!(decide_for(&died_text, true, true), Action::Nothing);
+        assert_eq!(decide_for(&died_text, true, true), Action::PostMortem);
         let died_null = map(json!({"died": null}));
         assert_eq!(decide_for(&died_null, true, true), Action::Running);
     }

@@ -11,6 +11,7 @@
 //!   spawn, and the next tick sees it running.
 
 pub mod backoff;
+pub mod cli;
 pub mod config;
 pub mod decide;
 pub mod launch;

@@ -5,22 +5,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use registry::exit;
+use supervisor::cli::Cli;
 use supervisor::config::Config;
 use supervisor::print::{PrintError, print_command};
 use supervisor::run::{Stop, once, run};
-
-/// Reconciles sessions.json into tmux: starts what is listed and not running, records how panes ended,
-/// reaps parked one-shot sessions, and sweeps what no listed session owns.
-#[derive(Debug, Parser)]
-#[command(name = "agent-box-supervisor", version)]
-struct Cli {
-    /// Run the start-up duties and exactly one tick, then exit.
-    #[arg(long, conflicts_with = "print_command")]
-    once: bool,
-    /// Print what would be spawned for NAME (no lock, no tmux, no write), then exit.
-    #[arg(long, value_name = "NAME")]
-    print_command: Option<String>,
-}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -47,6 +35,7 @@ fn main() -> ExitCode {
     }
     match if cli.once { once(config) } else { run(config) } {
         Stop::Done => ExitCode::SUCCESS,
+        Stop::AlreadyRunning(text) => fail(exit::USAGE, &text),
         Stop::TmuxTooOld(text) | Stop::Fatal(text) => fail(exit::FAILURE, &text),
     }
 }

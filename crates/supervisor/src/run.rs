@@ -21,6 +21,46 @@ pub enum Stop {
     TmuxTooOld(String),
     /// The signal pipe could not be set up (exit 1).
     Fatal(String),
+    /// Another supervisor serves the same registry (exit 2, so a unit with `RestartPreventExitStatus=2` stays down
+    /// instead of fighting it).
+    AlreadyRunning(String),
+}
+
+/// How long a starting supervisor waits for the single-instance lock: long enough for an `ls` that tests it at
+/// that instant, short enough that a second supervisor is refused at once.
+const INSTANCE_WAIT: Duration = Duration::from_secs(1);
+
+/// Runs `body` while holding the single-instance lock of this registry (F20), with this process's pid written in
+/// it; a lock held by another supervisor stops the start with a line naming it.
+fn single_instance(config: &Config, body: fn(Config) -> Stop) -> Stop {
+    let lock = config.paths.supervisor_lock();
+    let registry = config.paths.registry().display().to_string();
+    let held = registry::with_file_lock(&lock, INSTANCE_WAIT, true, |_| {
+        // A second descriptor on the same file: the flock belongs to the first one and is unaffected.
+        let _ = std::fs::write(&lock, format!("{}\n", std::process::id()));
+        body(config.clone())
+    });
+    match held {
+        Ok(stop) => stop,
+        Err(registry::LockRefusal::TimedOut(_)) => {
+            let pid = std::fs::read_to_string(&lock).ok().and_then(|t| t.trim().parse::<u32>().ok());
+            let who = pid
+                .map_or_else(|| "another agent-box-supervisor".to_owned(), |p| format!("agent-box-supervisor pid {p}"));
+            let stop_it = pid.map_or_else(String::new, |p| format!(", or kill {p}"));
+            Stop::AlreadyRunning(format!(
+                "not starting: {who} already serves registry {registry} (lock {}); stop it first (systemctl --user stop agent-box.service{stop_it})",
+                lock.display()
+            ))
+        }
+        // A registry directory the user cannot write (an admin-managed one, SV19) must not stop supervision: run
+        // unguarded, and say so once.
+        Err(err @ registry::LockRefusal::Open { .. }) => {
+            let mut log = Log::stderr();
+            log.line(&format!("cannot take the single-instance lock ({err}); running without it"));
+            body(config.clone())
+        }
+        Err(err) => Stop::Fatal(format!("cannot take the single-instance lock {}: {err}", lock.display())),
+    }
 }
 
 /// Start-up duties shared by the loop and `--once` (§2 steps 3–6).
@@ -38,6 +78,11 @@ fn start(config: Config, log: Log) -> Result<Supervisor, Stop> {
 
 /// `--once`: start-up without the watch, one tick, exit.
 pub fn once(config: Config) -> Stop {
+    let owned = config.clone();
+    single_instance(&owned, once_locked)
+}
+
+fn once_locked(config: Config) -> Stop {
     match start(config, Log::stderr()) {
         Ok(mut supervisor) => {
             supervisor.log_started();
@@ -50,6 +95,11 @@ pub fn once(config: Config) -> Stop {
 
 /// The loop: ticks on the timer and on registry changes until SIGTERM, SIGINT or SIGHUP.
 pub fn run(config: Config) -> Stop {
+    let owned = config.clone();
+    single_instance(&owned, run_locked)
+}
+
+fn run_locked(config: Config) -> Stop {
     let signals = match Signals::install() {
         Ok(signals) => signals,
         Err(err) => return Stop::Fatal(format!("cannot install signal handlers: {err}")),

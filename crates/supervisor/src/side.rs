@@ -32,6 +32,7 @@ impl SideFileIo for SideFile {
             lease_gen: uuid("leaseGen"),
             backoff_until: map.get("backoffUntil").and_then(Value::as_str).map(str::to_owned),
             quick_exits: map.get("quickExits").and_then(Value::as_u64),
+            harness_missing: map.get("harnessMissing").and_then(Value::as_str).map(str::to_owned),
         }
     }
 
@@ -73,11 +74,13 @@ mod tests {
             lease_gen: Some("b".into()),
             backoff_until: Some("2026-11-29T14:03:11Z".into()),
             quick_exits: Some(2),
+            harness_missing: Some("claude".into()),
         };
         assert_eq!(
             side.to_bytes(),
-            b"{\"launchSessionId\":\"a\",\"leaseGen\":\"b\",\"backoffUntil\":\"2026-11-29T14:03:11Z\",\"quickExits\":2}\n"
+            b"{\"launchSessionId\":\"a\",\"leaseGen\":\"b\",\"backoffUntil\":\"2026-11-29T14:03:11Z\",\"quickExits\":2,\"harnessMissing\":\"claude\"}\n"
         );
+        assert_eq!(SideFile::parse(&side.to_bytes()).harness_missing.as_deref(), Some("claude"));
         let plain = SideFile { launch_session_id: Some("a".into()), ..SideFile::default() };
         assert_eq!(plain.to_bytes(), b"{\"launchSessionId\":\"a\"}\n");
     }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use tmux::{NewSession, TmuxError};
 
 use crate::backoff::Backoff;
-use crate::launch::{GenArg, HarnessKind, PrepareError, Prepared, prepare, render_script, tmux_command};
+use crate::launch::{GenArg, HarnessKind, PrepareError, Prepared, SpawnKind, prepare, render_script, tmux_command};
 use crate::side::{SideFile, SideFileIo};
 use crate::supervisor::{Supervisor, Tick};
 
@@ -72,6 +72,7 @@ impl Supervisor {
             Err(PrepareError::NotInstalled(agent)) => {
                 if self.latches.not_installed.raise(name.as_str()) {
                     self.log.line(&format!("session '{name}': agent '{agent}' is not installed - skipping"));
+                    self.note_harness_missing(name, &agent, side);
                 }
                 None
             }
@@ -126,15 +127,20 @@ impl Supervisor {
             env: prepared.env.clone(),
             argv: tmux_command(&launch_file),
         };
-        if let Err(err) = self.tmux.new_session(&request) {
-            self.note_spawn_failure(name, &err);
-            return;
-        }
+        let pane_pid = match self.tmux.new_session(&request) {
+            Ok(pid) => pid,
+            Err(err) => {
+                self.note_spawn_failure(name, &err);
+                return;
+            }
+        };
         self.latches.spawn_failed.clear(name.as_str());
         if let Some(probed) = tick.probed.as_mut() {
             probed.insert(name.to_string());
         }
-        self.after_spawn(tick, guard, prepared, side, lease_gen);
+        if self.after_spawn(tick, guard, prepared, side, lease_gen.clone()) {
+            self.log_spawn(prepared, pane_pid, lease_gen.as_deref());
+        }
     }
 
     /// SUP-7.1 step 3 against a live set probed after the lock was taken (reused for the rest of the tick).
@@ -172,7 +178,21 @@ impl Supervisor {
         }
     }
 
-    /// Steps 6–9: post-check, side file, mirrors and `died` in one registry edit, memory.
+    /// L20: one line per pane started, with what a reader of the journal needs to match it to `ps` and the lease.
+    fn log_spawn(&mut self, prepared: &Prepared, pane_pid: Option<u32>, lease_gen: Option<&str>) {
+        let kind = match prepared.spawn {
+            SpawnKind::First => "first start",
+            SpawnKind::Respawn => "respawn",
+            SpawnKind::Resume => "resume",
+        };
+        let pid = pane_pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
+        let lease = lease_gen.map_or_else(|| "no lease".to_owned(), |g| format!("lease gen {g}"));
+        let (name, agent) = (&prepared.name, &prepared.harness.agent);
+        self.log.line(&format!("started '{name}' ({kind}, harness {agent}, pane pid {pid}, {lease})"));
+    }
+
+    /// Steps 6–9: post-check, side file, mirrors and `died` in one registry edit, memory; false when the
+    /// post-check killed the new pane.
     fn after_spawn(
         &mut self,
         tick: &Tick,
@@ -180,19 +200,20 @@ impl Supervisor {
         prepared: &Prepared,
         side: &SideFile,
         lease_gen: Option<String>,
-    ) {
+    ) -> bool {
         let name = &prepared.name;
-        let Ok(mut fresh) = read_for_write(guard.registry()) else { return };
+        let Ok(mut fresh) = read_for_write(guard.registry()) else { return true };
         if fresh.entry(name.as_str()).is_none_or(|e| e.stopped()) {
             let _ = self.tmux.kill_session(name);
             self.log.line(&format!("'{name}' was removed or stopped while it was starting; killed the new pane"));
-            return;
+            return false;
         }
         let recorded = SideFile {
             launch_session_id: Some(prepared.bid.clone()),
             lease_gen,
             backoff_until: None,
             quick_exits: None,
+            harness_missing: None,
         };
         if recorded != *side {
             self.record_side_file(name, &recorded);
@@ -216,6 +237,8 @@ impl Supervisor {
         let previous = memory.backoff.as_ref().filter(|_| prepared.launched);
         memory.backoff = Some(Backoff::started(&prepared.bid, tick.now, previous));
         memory.vanished_marked = false;
+        memory.crash_noted = false;
+        true
     }
 
     fn record_side_file(&mut self, name: &SessionName, side: &SideFile) {
@@ -228,6 +251,23 @@ impl Supervisor {
                 }
             }
         }
+    }
+
+    /// Issue 11: record in the side file (created if needed) that the harness is missing, so `ls` can say why the
+    /// session does not start; under the registry lock, and only while the key is listed, like SUP-9.4.
+    fn note_harness_missing(&mut self, name: &SessionName, agent: &str, side: &SideFile) {
+        if side.harness_missing.as_deref() == Some(agent) {
+            return;
+        }
+        let mut tick = Tick::default();
+        let path = self.config.paths.side_file(name);
+        self.locked(&mut tick, |me, _, guard| {
+            if read_for_write(guard.registry()).is_ok_and(|doc| doc.contains(name.as_str())) {
+                let mut noted = SideFile::read(&path);
+                noted.harness_missing = Some(agent.to_owned());
+                me.record_side_file(name, &noted);
+            }
+        });
     }
 
     /// SUP-9.4: note a started delay in the existing side file, under the lock, if the key is still listed.

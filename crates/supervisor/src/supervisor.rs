@@ -25,6 +25,10 @@ pub(crate) struct Memory {
     /// The lease was already marked vanished for the current absence (SUP-8.1).
     pub vanished_marked: bool,
     pub last_heartbeat: Option<i64>,
+    /// L21 was logged for the crash the entry's `died` records (its post-mortem pane is up).
+    pub crash_noted: bool,
+    /// A backoff delay is running (L10 or a silent one); the start that ends it logs L23.
+    pub backing_off: bool,
 }
 
 /// Once-per-streak latches (§13).
@@ -71,6 +75,8 @@ pub struct Supervisor {
     pub(crate) memory: BTreeMap<String, Memory>,
     /// Managed sessions in the previous successful snapshot (L4).
     pub(crate) previous_managed: usize,
+    /// The tmux server's pid in the previous successful snapshot (L4 only when it changed).
+    pub(crate) previous_server_pid: Option<u32>,
     pub(crate) quarantined_at: Option<i64>,
     /// When a spared orphan filter makes the filter sweep due again (SUP-10.3).
     pub(crate) filter_sweep_due: Option<i64>,
@@ -99,6 +105,7 @@ impl Supervisor {
             latches: Latches::default(),
             memory: BTreeMap::new(),
             previous_managed: 0,
+            previous_server_pid: None,
             quarantined_at: None,
             filter_sweep_due: None,
         }
@@ -162,17 +169,12 @@ impl Supervisor {
     /// T1: one tmux process starts the server if needed and lists sessions (SUP-4.1).
     fn take_snapshot(&mut self) -> Option<BTreeSet<String>> {
         match self.tmux.ensure_server_and_list() {
-            Ok(names) => {
+            Ok(taken) => {
                 if self.latches.tmux_down.clear() {
                     self.log.line("tmux is reachable again");
                 }
-                let snapshot: BTreeSet<String> = names.into_iter().collect();
-                if snapshot.is_empty() && self.previous_managed >= 2 {
-                    let lost = self.previous_managed;
-                    self.log.line(&format!(
-                        "all {lost} managed sessions disappeared at once (tmux server restarted?); respawning them"
-                    ));
-                }
+                let snapshot: BTreeSet<String> = taken.sessions.into_iter().collect();
+                self.note_server(taken.server_pid, snapshot.is_empty());
                 Some(snapshot)
             }
             Err(err) => {
@@ -187,10 +189,28 @@ impl Supervisor {
         }
     }
 
+    /// SUP-4.4 (issue 11): L4 only when the server really changed (another pid), so sessions ended by
+    /// `restart --all` on the same server are not read as a lost server; any other change of pid is one L22.
+    fn note_server(&mut self, pid: Option<u32>, empty: bool) {
+        let changed = matches!((self.previous_server_pid, pid), (Some(old), Some(new)) if old != new);
+        if changed && empty && self.previous_managed >= 2 {
+            let lost = self.previous_managed;
+            self.log.line(&format!(
+                "all {lost} managed sessions disappeared at once (tmux server restarted?); respawning them"
+            ));
+        } else if changed {
+            let (old, new) = (self.previous_server_pid.unwrap_or_default(), pid.unwrap_or_default());
+            self.log.line(&format!("the tmux server changed (pid {old}, now {new})"));
+        }
+        if pid.is_some() {
+            self.previous_server_pid = pid;
+        }
+    }
+
     /// T2: self-heal; `None` means no registry-dependent step runs this tick (SUP-4.5).
     fn heal_registry(&mut self, tick: &mut Tick) -> Option<Document> {
         let outcome =
-            self_heal(self.config.paths.registry(), Some(&self.config.seed), self.config.lock_wait, &mut self.heal);
+            self_heal(self.config.paths.registry(), self.config.seed.as_deref(), self.config.lock_wait, &mut self.heal);
         for message in &outcome.messages {
             self.log.line(message);
         }
@@ -258,6 +278,7 @@ impl Supervisor {
                     self.graduate(&name, tick.now);
                     running.push(name);
                 }
+                Action::PostMortem => self.note_crash(&name, entry),
                 action @ (Action::FirstSpawn | Action::RespawnAfterCrash | Action::RespawnVanished) => {
                     self.start(tick, doc, &name, entry, &side, action);
                 }
@@ -298,22 +319,48 @@ impl Supervisor {
         self.begin_start(tick, doc, name, entry, side);
     }
 
-    /// SUP-8.1: once per absence, before backoff and admission.
+    /// L21: a crash the epilogue recorded (`died` set, post-mortem pane up), once until the next spawn.
+    fn note_crash(&mut self, name: &SessionName, entry: Entry<'_>) {
+        let memory = self.memory.entry(name.to_string()).or_default();
+        if std::mem::replace(&mut memory.crash_noted, true) {
+            return;
+        }
+        let status = entry.died().map(|d| serde_json::to_string(d).unwrap_or_default()).unwrap_or_default();
+        self.log.line(&format!(
+            "'{name}' exited with status {status}; its pane is kept for inspection, not restarted (agent-box-session restart {name} starts it again)"
+        ));
+    }
+
+    /// SUP-8.1: once per absence, before backoff and admission; L24 says what was observed and done.
     fn mark_vanished(&mut self, name: &SessionName, side: &SideFile) {
         let memory = self.memory.entry(name.to_string()).or_default();
         if std::mem::replace(&mut memory.vanished_marked, true) {
             return;
         }
-        if let Err(err) = self.leases.mark_outcome(name, &Outcome::Vanished, &expect_of(side)) {
-            self.warn_lease(&err);
-        }
+        let lease = match self.leases.mark_outcome(name, &Outcome::Vanished, &expect_of(side)) {
+            Ok(lease::Changed::Written) => "its lease is marked vanished",
+            Ok(lease::Changed::Absent) => "it holds no lease",
+            Ok(_) => "its lease is left as it was",
+            Err(err) => {
+                self.warn_lease(&err);
+                "its lease could not be marked"
+            }
+        };
+        self.log.line(&format!(
+            "'{name}' vanished: its pane ended without recording how (killed, reboot or out of memory); {lease}"
+        ));
     }
 
     /// SUP-9.1: the first tick that finds our pane absent counts the exit; later ticks wait for `not_before`.
     fn backoff_allows(&mut self, tick: &mut Tick, name: &SessionName) -> bool {
-        let Some(record) = self.memory.get_mut(name.as_str()).and_then(|m| m.backoff.as_mut()) else { return true };
+        let Some(memory) = self.memory.get_mut(name.as_str()) else { return true };
+        let Some(record) = memory.backoff.as_mut() else { return true };
         if record.absence_counted {
-            return record.may_start(tick.now);
+            let may = record.may_start(tick.now);
+            if may && std::mem::take(&mut memory.backing_off) {
+                self.log.line(&format!("'{name}' backoff is over; starting it again"));
+            }
+            return may;
         }
         if let Absence::Delayed { until, streak, announce } = record.count_absence(tick.now) {
             if announce {
@@ -323,6 +370,9 @@ impl Supervisor {
                 ));
             }
             self.note_backoff(tick, name, until, streak);
+            if let Some(memory) = self.memory.get_mut(name.as_str()) {
+                memory.backing_off = true;
+            }
         }
         self.memory.get(name.as_str()).and_then(|m| m.backoff.as_ref()).is_none_or(|r| r.may_start(tick.now))
     }

@@ -32,6 +32,7 @@ impl Supervisor {
         }
         for name in &reaped {
             doc.remove(name);
+            self.log.line(&format!("reaped '{name}': a parked one-shot session whose pane is gone"));
             if let Err(err) = self.leases.finish(name, &EndHow::Reaped, &Expect::Any, Some(&self.hook_log)) {
                 self.warn_lease(&err);
             }
@@ -46,6 +47,9 @@ impl Supervisor {
         if !paused {
             let listed = ListedNames::from_document(doc).without(&tick.reaped);
             let report = self.leases.sweep(&listed, Some(&self.hook_log));
+            for name in &report.swept {
+                self.log.line(&format!("swept the lease of '{name}': no longer listed"));
+            }
             if let Some(err) = report.error {
                 self.warn_lease(&err);
             }
@@ -57,17 +61,24 @@ impl Supervisor {
         self.sweep_temps(tick);
     }
 
-    /// SUP-10.2 (a): `session/<stem>.json` and `.launch` of legal names that are not keys.
-    fn sweep_side_files(&self, doc: &Document) {
+    /// SUP-10.2 (a): `session/<stem>.json` and `.launch` of legal names that are not keys; one line per name.
+    fn sweep_side_files(&mut self, doc: &Document) {
         let Ok(entries) = fs::read_dir(self.config.paths.side_dir()) else { return };
+        let mut swept = std::collections::BTreeSet::new();
         for entry in entries.flatten() {
             let file_name = entry.file_name();
             let Some(text) = file_name.to_str() else { continue };
             let stem = text.strip_suffix(".json").or_else(|| text.strip_suffix(".launch"));
             let Some(stem) = stem.filter(|s| SessionName::parse(s).is_ok()) else { continue };
-            if !doc.contains(stem) && entry.file_type().is_ok_and(|t| t.is_file()) {
-                let _ = fs::remove_file(entry.path());
+            if !doc.contains(stem)
+                && entry.file_type().is_ok_and(|t| t.is_file())
+                && fs::remove_file(entry.path()).is_ok()
+            {
+                swept.insert(stem.to_owned());
             }
+        }
+        for name in swept {
+            self.log.line(&format!("swept the supervisor state of '{name}': no longer listed"));
         }
     }
 
@@ -86,7 +97,11 @@ impl Supervisor {
                 continue;
             }
             match age_secs(&entry.path(), now) {
-                Some(age) if age >= FILTER_GRACE_SECS => drop(fs::remove_file(entry.path())),
+                Some(age) if age >= FILTER_GRACE_SECS => {
+                    if fs::remove_file(entry.path()).is_ok() {
+                        self.log.line(&format!("swept the claim filter of '{stem}': no longer listed"));
+                    }
+                }
                 _ => {
                     let due = now + FILTER_GRACE_SECS;
                     self.filter_sweep_due = Some(self.filter_sweep_due.map_or(due, |d| d.min(due)));

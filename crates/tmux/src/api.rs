@@ -22,6 +22,15 @@ pub struct NewSession {
     pub argv: Vec<OsString>,
 }
 
+/// The supervisor's per-tick view of the server (SUP-4.1): its pid, which tells a restarted server from the same
+/// one (SUP-4.4), and the live session names in tmux order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Snapshot {
+    /// `None` when tmux printed no pid.
+    pub server_pid: Option<u32>,
+    pub sessions: Vec<String>,
+}
+
 /// What `kill_session` achieved (50-session-cli §3.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Killed {
@@ -33,17 +42,18 @@ pub enum Killed {
 
 /// Every tmux call the programs make. Object-safe: callers take `&dyn TmuxApi`.
 pub trait TmuxApi {
-    /// Starts the server if needed, sets `exit-empty off`, and lists sessions, in one client (SUP-4.1).
-    fn ensure_server_and_list(&self) -> Result<Vec<String>, TmuxError>;
+    /// Starts the server if needed, sets `exit-empty off`, and reports its pid and sessions, in one client (SUP-4.1).
+    fn ensure_server_and_list(&self) -> Result<Snapshot, TmuxError>;
 
-    /// The live set in tmux order; no server means nothing is live (`Ok(vec![])`).
+    /// The live set in tmux order; no server (or no socket directory) means nothing is live (`Ok(vec![])`).
     fn list_sessions(&self) -> Result<Vec<String>, TmuxError>;
 
     /// Whether the exact session exists; no server means `Ok(false)`.
     fn has_session(&self, name: &SessionName) -> Result<bool, TmuxError>;
 
-    /// Starts a detached session; `DuplicateSession` when the name is taken.
-    fn new_session(&self, request: &NewSession) -> Result<(), TmuxError>;
+    /// Starts a detached session and returns its pane's pid when tmux reported one; `DuplicateSession` when the
+    /// name is taken.
+    fn new_session(&self, request: &NewSession) -> Result<Option<u32>, TmuxError>;
 
     /// Kills the exact session; a session or server that is not there is `AlreadyGone`.
     fn kill_session(&self, name: &SessionName) -> Result<Killed, TmuxError>;
@@ -80,7 +90,8 @@ mod tests {
     fn callers_can_hold_the_trait_as_an_object() {
         let tmux = Tmux::new(TmuxConfig::new("/nonexistent/tmux", "abt", "/nonexistent-dir"));
         let api: &dyn TmuxApi = &tmux;
-        assert_eq!(api.list_sessions(), Err(TmuxError::SocketDirMissing("/nonexistent-dir".into())));
+        assert_eq!(api.list_sessions(), Ok(Vec::new()), "no socket directory: nothing is live");
+        assert_eq!(api.ensure_server_and_list(), Err(TmuxError::SocketDirMissing("/nonexistent-dir".into())));
         let boxed: Box<dyn TmuxApi> = Box::new(tmux);
         assert!(boxed.socket_path().ends_with("abt"));
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use registry::SessionName;
 
-use crate::api::{Killed, NewSession, TmuxApi};
+use crate::api::{Killed, NewSession, Snapshot, TmuxApi};
 use crate::commands;
 use crate::config::TmuxConfig;
 use crate::env::{CallerPane, ParentEnv, child_env};
@@ -68,12 +68,22 @@ impl Tmux {
         command.args(args).env_clear().envs(child_env(self.parent_env.vars(), &self.config.socket_dir, caller_pane));
         match run(command, self.config.timeout) {
             Ok(finished) => answer(finished),
-            Err(RunError::NotStarted) => Err(TmuxError::NotInstalled),
+            Err(RunError::NotStarted(err)) => {
+                Err(TmuxError::NotInstalled { bin: self.config.bin.display().to_string(), error: describe_io(&err) })
+            }
             Err(RunError::TimedOut) => Err(TmuxError::Timeout),
             Err(RunError::Io(err)) => {
                 Err(TmuxError::Failed { status: None, stderr: format!("could not read tmux's output: {err}") })
             }
         }
+    }
+}
+
+/// An I/O error as a person reads it: the system's text without Rust's ` (os error N)` suffix.
+fn describe_io(err: &std::io::Error) -> String {
+    match err.raw_os_error() {
+        Some(code) => nix::errno::Errno::from_raw(code).desc().to_owned(),
+        None => err.to_string(),
     }
 }
 
@@ -98,14 +108,19 @@ fn answer(finished: Finished) -> Result<Answer, TmuxError> {
 }
 
 impl TmuxApi for Tmux {
-    fn ensure_server_and_list(&self) -> Result<Vec<String>, TmuxError> {
-        Ok(self.on_socket(commands::ensure_server_and_list(), CallerPane::Strip)?.lines())
+    /// The first line is the server's pid (`display-message -p '#{pid}'`), the rest the session names.
+    fn ensure_server_and_list(&self) -> Result<Snapshot, TmuxError> {
+        let mut lines = self.on_socket(commands::ensure_server_and_list(), CallerPane::Strip)?.lines().into_iter();
+        let server_pid = lines.next().and_then(|line| line.trim().parse().ok());
+        Ok(Snapshot { server_pid, sessions: lines.collect() })
     }
 
+    /// A missing socket directory is "no server" here: nothing can listen in a directory that does not exist, so
+    /// nothing is live (a read-only answer, unlike the supervisor's snapshot, which must start a server).
     fn list_sessions(&self) -> Result<Vec<String>, TmuxError> {
         match self.on_socket(commands::list_sessions(), CallerPane::Strip) {
             Ok(answer) => Ok(answer.lines()),
-            Err(TmuxError::NoServer) => Ok(Vec::new()),
+            Err(TmuxError::NoServer | TmuxError::SocketDirMissing(_)) => Ok(Vec::new()),
             Err(err) => Err(err),
         }
     }
@@ -113,13 +128,15 @@ impl TmuxApi for Tmux {
     fn has_session(&self, name: &SessionName) -> Result<bool, TmuxError> {
         match self.on_socket(commands::has_session(name), CallerPane::Strip) {
             Ok(_) => Ok(true),
-            Err(TmuxError::NoSuchSession | TmuxError::NoServer) => Ok(false),
+            Err(TmuxError::NoSuchSession | TmuxError::NoServer | TmuxError::SocketDirMissing(_)) => Ok(false),
             Err(err) => Err(err),
         }
     }
 
-    fn new_session(&self, request: &NewSession) -> Result<(), TmuxError> {
-        self.on_socket(commands::new_session(request), CallerPane::Strip).map(drop)
+    /// `-P -F '#{pane_pid}'` makes tmux print the new pane's pid, for the supervisor's spawn line.
+    fn new_session(&self, request: &NewSession) -> Result<Option<u32>, TmuxError> {
+        let answer = self.on_socket(commands::new_session(request), CallerPane::Strip)?;
+        Ok(answer.lines().first().and_then(|line| line.trim().parse().ok()))
     }
 
     /// A kill that failed for another reason is still "already gone" when has-session then says the
@@ -127,7 +144,9 @@ impl TmuxApi for Tmux {
     fn kill_session(&self, name: &SessionName) -> Result<Killed, TmuxError> {
         match self.on_socket(commands::kill_session(name), CallerPane::Strip) {
             Ok(_) => Ok(Killed::Yes),
-            Err(TmuxError::NoSuchSession | TmuxError::NoServer) => Ok(Killed::AlreadyGone),
+            Err(TmuxError::NoSuchSession | TmuxError::NoServer | TmuxError::SocketDirMissing(_)) => {
+                Ok(Killed::AlreadyGone)
+            }
             Err(failed @ TmuxError::Failed { .. }) => match self.has_session(name) {
                 Ok(false) => Ok(Killed::AlreadyGone),
                 _ => Err(failed),
@@ -178,5 +197,25 @@ impl TmuxApi for Tmux {
 
     fn socket_path(&self) -> PathBuf {
         self.config.socket_path()
+    }
+}
+
+impl Tmux {
+    /// Puts the caller's terminal on session `name` and never returns unless tmux could not be started
+    /// (`agent-box-session attach`): `switch-client` when the caller is a client of this same server (tmux refuses
+    /// to nest), else `attach-session` with the caller's `$TMUX` removed (a client of another server asked for it).
+    /// The process is replaced by tmux, which keeps the terminal; its exit status becomes the caller's.
+    pub fn attach(&self, name: &SessionName, switch: bool) -> TmuxError {
+        use std::os::unix::process::CommandExt;
+        let verb = if switch { commands::switch_client(name) } else { commands::attach_session(name) };
+        let caller = if switch { CallerPane::Keep } else { CallerPane::Strip };
+        let mut command = Command::new(&self.config.bin);
+        command.args(commands::client_args(&self.config, verb)).env_clear().envs(child_env(
+            self.parent_env.vars(),
+            &self.config.socket_dir,
+            caller,
+        ));
+        let err = command.exec();
+        TmuxError::NotInstalled { bin: self.config.bin.display().to_string(), error: describe_io(&err) }
     }
 }

@@ -31,11 +31,37 @@ fn words(words: &[&str]) -> Vec<OsString> {
     words.iter().map(OsString::from).collect()
 }
 
-/// One process that starts the server, keeps it up with zero sessions, and lists (SUP-4.1).
+/// The server's pid, which tells a restarted server from the same one (SUP-4.4); ours, not data.
+pub(crate) const SERVER_PID_FORMAT: &str = "#{pid}";
+
+/// One process that starts the server, keeps it up with zero sessions, prints the server's pid, and lists
+/// (SUP-4.1). `display-message -p` answers without a session too (measured on 3.3a).
 pub(crate) fn ensure_server_and_list() -> Vec<OsString> {
-    let mut command = words(&["start-server", SEPARATOR, "set-option", "-g", "exit-empty", "off", SEPARATOR]);
+    let mut command = words(&[
+        "start-server",
+        SEPARATOR,
+        "set-option",
+        "-g",
+        "exit-empty",
+        "off",
+        SEPARATOR,
+        "display-message",
+        "-p",
+        SERVER_PID_FORMAT,
+        SEPARATOR,
+    ]);
     command.extend(list_sessions());
     command
+}
+
+/// `attach-session -t =NAME`: the exact session, never a prefix match.
+pub(crate) fn attach_session(name: &SessionName) -> Vec<OsString> {
+    vec!["attach-session".into(), "-t".into(), exact_session(name)]
+}
+
+/// `switch-client -t =NAME`, for a caller that is already a client of this server.
+pub(crate) fn switch_client(name: &SessionName) -> Vec<OsString> {
+    vec!["switch-client".into(), "-t".into(), exact_session(name)]
 }
 
 pub(crate) fn list_sessions() -> Vec<OsString> {
@@ -50,12 +76,18 @@ pub(crate) fn kill_session(name: &SessionName) -> Vec<OsString> {
     vec!["kill-session".into(), "-t".into(), exact_session(name)]
 }
 
-/// `new-session -d -s NAME -c CWD [-e K=V]… [-- ARGV…]`. The name and directory are format positions
+/// What `new-session -P` prints: the new pane's pid (ours, not data).
+pub(crate) const PANE_PID_FORMAT: &str = "#{pane_pid}";
+
+/// `new-session -d -P -F '#{pane_pid}' -s NAME -c CWD [-e K=V]… [-- ARGV…]`. The name and directory are format positions
 /// (3.3a expands both, measured); `-e` values and ARGV are not, so they pass verbatim.
 pub(crate) fn new_session(request: &NewSession) -> Vec<OsString> {
     let mut command: Vec<OsString> = vec![
         "new-session".into(),
         "-d".into(),
+        "-P".into(),
+        "-F".into(),
+        PANE_PID_FORMAT.into(),
         "-s".into(),
         escape_format(OsStr::new(request.name.as_str())),
         "-c".into(),
@@ -147,6 +179,10 @@ mod tests {
                 "exit-empty",
                 "off",
                 ";",
+                "display-message",
+                "-p",
+                "#{pid}",
+                ";",
                 "list-sessions",
                 "-F",
                 "#{session_name}"
@@ -177,6 +213,9 @@ mod tests {
             [
                 "new-session",
                 "-d",
+                "-P",
+                "-F",
+                "#{pane_pid}",
                 "-s",
                 "hook-x",
                 "-c",
@@ -193,7 +232,10 @@ mod tests {
     #[test]
     fn new_session_without_argv_has_no_separator() {
         let request = NewSession { name: name("a"), cwd: PathBuf::from("/"), env: Vec::new(), argv: Vec::new() };
-        assert_eq!(strings(&new_session(&request)), ["new-session", "-d", "-s", "a", "-c", "/"]);
+        assert_eq!(
+            strings(&new_session(&request)),
+            ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "a", "-c", "/"]
+        );
     }
 
     #[test]

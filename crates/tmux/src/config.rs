@@ -1,4 +1,16 @@
 //! Which tmux binary, socket and socket directory every program uses (TMX-1, OV-5.3).
+//!
+//! The socket directory is resolved here and nowhere else, so the supervisor, every session verb, the wrappers
+//! and the printed hints agree with nothing exported by the operator:
+//! 1. `AGENT_BOX_TMUX_TMPDIR` when set and non-empty (tests and the demo);
+//! 2. else `/run/agent-box-<user>` when it is a directory (the NixOS unit's `RuntimeDirectory`);
+//! 3. else `/run/user/<uid>/agent-box` when it is a directory (the `RuntimeDirectory` of the systemd *user* unit
+//!    that `cargo xtask install` writes: `%t/agent-box`, and `%t` of a user manager is always `/run/user/<uid>`,
+//!    so no inherited `XDG_RUNTIME_DIR` can redirect it);
+//! 4. else `/run/agent-box-<user>`, which does not exist: read-only callers then see "no server", and the error
+//!    names the directory a NixOS box would have.
+//!
+//! The system directory wins over the user one so that a NixOS box behaves exactly as before.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
@@ -75,7 +87,7 @@ impl TmuxConfig {
         };
         let socket_dir = match set("AGENT_BOX_TMUX_TMPDIR") {
             Some(value) => absolute("AGENT_BOX_TMUX_TMPDIR", value)?,
-            None => default_socket_dir(user)?,
+            None => default_socket_dir(user, nix::unistd::getuid().as_raw(), |dir| dir.is_dir())?,
         };
         let conf = set("AGENT_BOX_TMUX_CONF").map(|value| absolute("AGENT_BOX_TMUX_CONF", value)).transpose()?;
         Ok(Self { bin, socket, socket_dir, conf, timeout: DEFAULT_TIMEOUT })
@@ -104,11 +116,18 @@ fn socket_name(value: OsString) -> Result<String, TmuxError> {
     }
 }
 
-fn default_socket_dir(user: &str) -> Result<PathBuf, TmuxError> {
+/// The socket directories a box may have, in the order they are tried: the NixOS unit's, then the user unit's.
+pub fn socket_dir_candidates(user: &str, uid: u32) -> [PathBuf; 2] {
+    [PathBuf::from(format!("/run/agent-box-{user}")), PathBuf::from(format!("/run/user/{uid}/agent-box"))]
+}
+
+/// Steps 2–4 of the module documentation; `is_dir` is injected so the order can be tested.
+fn default_socket_dir(user: &str, uid: u32, is_dir: impl Fn(&Path) -> bool) -> Result<PathBuf, TmuxError> {
     if !registry::paths::is_usable_user(user) {
         return Err(TmuxError::BadUser(user.to_owned()));
     }
-    Ok(PathBuf::from(format!("/run/agent-box-{user}")))
+    let [system, user_unit] = socket_dir_candidates(user, uid);
+    if !is_dir(&system) && is_dir(&user_unit) { Ok(user_unit) } else { Ok(system) }
 }
 
 /// OV-5.2: a relative path would depend on the working directory of whichever program reads it.
@@ -154,6 +173,17 @@ mod tests {
         assert_eq!(config.conf, None);
         assert_eq!(config.timeout, Duration::from_secs(5));
         assert_eq!(config.bin, PathBuf::from("tmux"), "not on PATH: left bare, fails at spawn");
+    }
+
+    #[test]
+    fn the_system_dir_wins_then_the_user_unit_dir_then_the_system_default() {
+        let only = |present: &'static str| move |dir: &Path| dir == Path::new(present);
+        let system = PathBuf::from("/run/agent-box-alice");
+        let user_unit = PathBuf::from("/run/user/1000/agent-box");
+        assert_eq!(default_socket_dir("alice", 1000, |_| true).unwrap(), system, "both: NixOS wins");
+        assert_eq!(default_socket_dir("alice", 1000, only("/run/user/1000/agent-box")).unwrap(), user_unit);
+        assert_eq!(default_socket_dir("alice", 1000, only("/run/agent-box-alice")).unwrap(), system);
+        assert_eq!(default_socket_dir("alice", 1000, |_| false).unwrap(), system, "none: the NixOS name");
     }
 
     #[test]

@@ -8,12 +8,17 @@ use std::path::PathBuf;
 /// every other variant means "could not ask" and must fail closed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TmuxError {
-    /// The tmux binary could not be spawned (missing, not executable, no resources to fork).
-    #[error("tmux did not run (the tmux binary could not be started)")]
-    NotInstalled,
+    /// The tmux binary could not be spawned (missing, not executable, no resources to fork): `bin` is what was
+    /// looked for, `error` why it did not start.
+    #[error("{}", not_installed(.bin, .error))]
+    NotInstalled { bin: String, error: String },
     /// The socket directory does not exist or is not a directory; tmux was not run, because it would
-    /// silently fall back to `/tmp` and reach a different server.
-    #[error("tmux did not run (socket directory {} does not exist)", .0.display())]
+    /// silently fall back to `/tmp` and reach a different server. Callers that only ask what is live read it
+    /// as "no server" (nothing can listen in a directory that does not exist).
+    #[error(
+        "tmux did not run (socket directory {} does not exist; the agent-box unit creates it when it starts)",
+        .0.display()
+    )]
     SocketDirMissing(PathBuf),
     /// No tmux server listens on the socket.
     #[error("no tmux server is running")]
@@ -45,7 +50,7 @@ impl TmuxError {
     /// The short "unavailable" reason of 50-session-cli §3.6 that callers print in their messages.
     pub fn reason(&self) -> String {
         match self {
-            Self::NotInstalled => "tmux did not run".to_owned(),
+            Self::NotInstalled { .. } => self.to_string(),
             Self::Timeout => "tmux timed out".to_owned(),
             Self::Failed { status, stderr } => match first_line(stderr) {
                 Some(line) => line.to_owned(),
@@ -98,6 +103,19 @@ pub(crate) fn classify_stderr(stderr: &str) -> StderrKind {
     }
 }
 
+/// "tmux did not run (…)" naming the binary looked for and the fix (50-session-cli §3.6 reason).
+fn not_installed(bin: &str, error: &str) -> String {
+    if bin.contains('/') {
+        format!(
+            "tmux did not run ({bin} cannot be started: {error}; install tmux (Debian: apt-get install tmux) or point AGENT_BOX_TMUX_BIN at it)"
+        )
+    } else {
+        format!(
+            "tmux did not run (no '{bin}' on PATH; install it (Debian: apt-get install tmux) or set AGENT_BOX_TMUX_BIN to its path)"
+        )
+    }
+}
+
 fn first_line(text: &str) -> Option<&str> {
     text.lines().map(str::trim).find(|line| !line.is_empty())
 }
@@ -144,7 +162,13 @@ mod tests {
 
     #[test]
     fn reasons_follow_session_cli_3_6() {
-        assert_eq!(TmuxError::NotInstalled.reason(), "tmux did not run");
+        let bare = TmuxError::NotInstalled { bin: "tmux".into(), error: "No such file or directory".into() };
+        assert_eq!(
+            bare.reason(),
+            "tmux did not run (no 'tmux' on PATH; install it (Debian: apt-get install tmux) or set AGENT_BOX_TMUX_BIN to its path)"
+        );
+        let pinned = TmuxError::NotInstalled { bin: "/opt/tmux".into(), error: "Permission denied".into() };
+        assert!(pinned.reason().starts_with("tmux did not run (/opt/tmux cannot be started: Permission denied;"));
         assert_eq!(TmuxError::Timeout.reason(), "tmux timed out");
         let failed = TmuxError::Failed { status: Some(1), stderr: "\nfirst problem\nsecond problem".to_owned() };
         assert_eq!(failed.reason(), "first problem");

@@ -14,9 +14,11 @@ mod escape;
 mod run;
 mod version;
 
-pub use api::{Killed, NewSession, TmuxApi};
+pub use api::{Killed, NewSession, Snapshot, TmuxApi};
 pub use client::Tmux;
-pub use config::{DEFAULT_SOCKET, DEFAULT_TIMEOUT, TmuxConfig, find_on_path, is_valid_socket_name};
+pub use config::{
+    DEFAULT_SOCKET, DEFAULT_TIMEOUT, TmuxConfig, find_on_path, is_valid_socket_name, socket_dir_candidates,
+};
 pub use env::{CallerPane, ParentEnv, REMOVED_VARS, child_env};
 pub use error::TmuxError;
 pub use escape::escape_format;

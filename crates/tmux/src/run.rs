@@ -27,7 +27,7 @@ pub(crate) struct Finished {
 #[derive(Debug)]
 pub(crate) enum RunError {
     /// The program could not be spawned.
-    NotStarted,
+    NotStarted(io::Error),
     /// The deadline passed; the client was killed.
     TimedOut,
     /// Reading its output or waiting for it failed; the client was killed.
@@ -38,7 +38,7 @@ pub(crate) enum RunError {
 pub(crate) fn run(mut command: Command, timeout: Duration) -> Result<Finished, RunError> {
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let deadline = Instant::now() + timeout;
-    let mut child = command.spawn().map_err(|_| RunError::NotStarted)?;
+    let mut child = command.spawn().map_err(RunError::NotStarted)?;
     let result = capture(&mut child, deadline);
     if result.is_err() {
         // Never leave a client running behind an error; kill and reap so no zombie stays.
@@ -205,6 +205,6 @@ mod tests {
     #[test]
     fn a_missing_program_is_not_started() {
         let result = run(Command::new("/nonexistent/tmux"), Duration::from_secs(1));
-        assert!(matches!(result, Err(RunError::NotStarted)), "{result:?}");
+        assert!(matches!(result, Err(RunError::NotStarted(_))), "{result:?}");
     }
 }

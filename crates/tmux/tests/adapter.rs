@@ -140,12 +140,12 @@ fn ensure_server_starts_a_server_that_stays_up_without_sessions() {
     let sandbox = Sandbox::new();
     let tmux = sandbox.real();
     assert_eq!(tmux.show_global_option("exit-empty"), Err(TmuxError::NoServer));
-    assert_eq!(tmux.ensure_server_and_list(), Ok(Vec::new()));
+    assert_eq!(tmux.ensure_server_and_list().map(|s| s.sessions), Ok(Vec::new()));
     // show-options reaches only a running server, so an answer proves it is still up with zero sessions.
     assert_eq!(tmux.show_global_option("exit-empty"), Ok(Some("off".to_owned())));
     assert!(tmux.socket_path().exists());
     assert_eq!(tmux.list_sessions(), Ok(Vec::new()));
-    assert_eq!(tmux.ensure_server_and_list(), Ok(Vec::new()));
+    assert_eq!(tmux.ensure_server_and_list().map(|s| s.sessions), Ok(Vec::new()));
 }
 
 #[test]
@@ -154,7 +154,7 @@ fn ensure_server_lists_existing_sessions() {
     let tmux = sandbox.real();
     tmux.new_session(&sleeper("one", &sandbox.dir)).unwrap();
     tmux.new_session(&sleeper("two", &sandbox.dir)).unwrap();
-    let mut live = tmux.ensure_server_and_list().unwrap();
+    let mut live = tmux.ensure_server_and_list().unwrap().sessions;
     live.sort();
     assert_eq!(live, ["one", "two"]);
 }
@@ -260,7 +260,7 @@ fn server_starting_new_session_returns_promptly() {
     let sandbox = Sandbox::new();
     let tmux = sandbox.real();
     let started = Instant::now();
-    assert_eq!(tmux.new_session(&sleeper("first", &sandbox.dir)), Ok(()));
+    assert!(matches!(tmux.new_session(&sleeper("first", &sandbox.dir)), Ok(Some(pid)) if pid > 1));
     assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
     assert_eq!(tmux.has_session(&name("first")), Ok(true));
 }
@@ -328,26 +328,34 @@ fn missing_socket_dir_refuses_without_running_tmux() {
     let fake = sandbox.fake_tmux("fake-tmux", &format!("touch '{}'", marker.display()));
     let missing = sandbox.path("missing");
     let tmux = sandbox.adapter(fake.clone(), &missing);
-    assert_eq!(tmux.list_sessions(), Err(TmuxError::SocketDirMissing(missing.clone())));
-    assert_eq!(tmux.has_session(&name("a")), Err(TmuxError::SocketDirMissing(missing.clone())));
+    // Asking what is live: nothing can listen in a missing directory, so nothing is (issue 11: "no server").
+    assert_eq!(tmux.list_sessions(), Ok(Vec::new()));
+    assert_eq!(tmux.has_session(&name("a")), Ok(false));
     assert_eq!(tmux.ensure_server_and_list(), Err(TmuxError::SocketDirMissing(missing)));
 
     let not_a_dir = sandbox.path("file");
     fs::write(&not_a_dir, "").unwrap();
     let tmux = sandbox.adapter(fake, &not_a_dir);
-    assert_eq!(tmux.kill_session(&name("a")), Err(TmuxError::SocketDirMissing(not_a_dir)));
+    assert_eq!(tmux.kill_session(&name("a")), Ok(tmux::Killed::AlreadyGone));
+    assert_eq!(tmux.new_session(&sleeper("a", &sandbox.dir)), Err(TmuxError::SocketDirMissing(not_a_dir)));
     assert!(!marker.exists(), "tmux ran although the socket dir was missing");
 }
 
 #[test]
 fn missing_binary_is_not_installed_and_fails_closed() {
     let sandbox = Sandbox::new();
-    let tmux = sandbox.adapter(sandbox.path("no-such-tmux"), &sandbox.dir);
-    assert_eq!(tmux.list_sessions(), Err(TmuxError::NotInstalled));
-    assert_eq!(tmux.has_session(&name("a")), Err(TmuxError::NotInstalled));
-    assert_eq!(tmux.kill_session(&name("a")), Err(TmuxError::NotInstalled));
-    assert_eq!(tmux.version(), Err(TmuxError::NotInstalled));
-    assert_eq!(TmuxError::NotInstalled.reason(), "tmux did not run");
+    let bin = sandbox.path("no-such-tmux");
+    let tmux = sandbox.adapter(bin.clone(), &sandbox.dir);
+    let missing =
+        TmuxError::NotInstalled { bin: bin.display().to_string(), error: "No such file or directory".to_owned() };
+    assert_eq!(tmux.list_sessions(), Err(missing.clone()));
+    assert_eq!(tmux.has_session(&name("a")), Err(missing.clone()));
+    assert_eq!(tmux.kill_session(&name("a")), Err(missing.clone()));
+    assert_eq!(tmux.version(), Err(missing.clone()));
+    let reason = missing.reason();
+    assert!(reason.starts_with("tmux did not run ("), "{reason}");
+    assert!(reason.contains("no-such-tmux") && reason.contains("apt-get install tmux"), "{reason}");
+    assert!(reason.contains("AGENT_BOX_TMUX_BIN"), "{reason}");
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! The `--json` reports of `agent-box-session` (50-session-cli §12): `ls`, `peers`, `capacity` and `leases`.
+//! The `--json` reports of `agent-box-session` (50-session-cli §12): `ls`, `peers`, `capacity`, `leases` and
+//! `log`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,13 +34,33 @@ pub enum SessionState {
     Unmanaged,
 }
 
+/// Whether a supervisor holds this registry's single-instance lock (`ls`'s `supervisor`, issue 11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SupervisorStatus {
+    Running,
+    /// Nobody holds the lock: nothing is started or restarted.
+    Stopped,
+    /// The lock file could not be read.
+    Unknown,
+}
+
 /// `ls --json` (§12.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LsReport {
     pub version: u32,
     pub registry: RegistryStatus,
     pub tmux: TmuxStatus,
+    pub supervisor: SupervisorStatus,
     pub sessions: Vec<LsSession>,
+}
+
+/// `log --json` (issue 11): the newest records of the hook log, oldest first, each as written; a line that is not
+/// JSON is `{"raw": "<line>"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogReport {
+    pub version: u32,
+    pub records: Vec<Value>,
 }
 
 /// One row of `ls --json`.
@@ -59,6 +80,8 @@ pub struct LsSession {
     pub unresolved: Option<String>,
     /// The side file's `backoffUntil`, verbatim, exactly when the text row shows the backoff.
     pub backoff_until: Option<String>,
+    /// The harness the supervisor could not find, exactly when the text row says `harness 'X' not installed`.
+    pub harness_missing: Option<String>,
 }
 
 /// Whether a live session was started by a dispatch (`hook-*`).

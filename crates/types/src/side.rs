@@ -19,4 +19,8 @@ pub struct SideFile {
     /// Quick exits in a row.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub quick_exits: Option<u64>,
+    /// The harness the entry names could not be found (L6), so the session cannot start (issue 11: `ls` shows
+    /// `starting, harness 'X' not installed`); dropped by the next successful spawn.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub harness_missing: Option<String>,
 }

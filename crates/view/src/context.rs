@@ -18,6 +18,8 @@ pub struct Context {
     /// `REGISTRY_LOCK_WAIT` when it had to be ignored (warned once by writers).
     pub ignored_lock_wait: Option<String>,
     pub tmux: Box<dyn TmuxApi>,
+    /// How `tmux` was configured (socket, directory, binary), for `attach`, which hands the terminal to tmux.
+    pub tmux_config: TmuxConfig,
     /// `AGENT_BOX_AGENTS`, when set and not blank.
     pub agents: Option<String>,
     /// `AGENT_BOX_DEFAULT_AGENT`, when set and not blank.
@@ -76,7 +78,8 @@ impl Context {
         Ok(Self {
             lock_wait: wait.wait,
             ignored_lock_wait: wait.ignored,
-            tmux: Box::new(Tmux::new(tmux)),
+            tmux: Box::new(Tmux::new(tmux.clone())),
+            tmux_config: tmux,
             agents: text("AGENT_BOX_AGENTS"),
             default_agent: text("AGENT_BOX_DEFAULT_AGENT"),
             tmux_env: text("TMUX"),

@@ -22,6 +22,8 @@ pub struct Row {
     pub working_directory: Option<String>,
     pub unresolved: Option<String>,
     pub backoff: Option<Backoff>,
+    /// A `starting` entry whose harness the supervisor could not find (issue 11).
+    pub harness_missing: Option<String>,
 }
 
 /// The rows of a registry `doc` and a live set `live` (tmux order) at time `now`.
@@ -37,12 +39,16 @@ fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, n
     let stopped = entry.is_some_and(|e| e.stopped());
     let died = entry.and_then(|e| e.died()).cloned();
     let state = listed_state(stopped, died.is_some(), live);
-    let backoff = if state == SessionState::Starting { read::backoff(&ctx.paths, name, now) } else { None };
+    let starting = state == SessionState::Starting;
+    let backoff = if starting { read::backoff(&ctx.paths, name, now) } else { None };
+    let harness = entry.and_then(|e| e.agent()).map(str::to_owned);
+    let harness_missing = if starting { read::harness_missing(&ctx.paths, name, harness.as_deref()) } else { None };
     Row {
         name: name.to_owned(),
         listed: true,
         state,
-        harness: entry.and_then(|e| e.agent()).map(str::to_owned),
+        harness,
+        harness_missing,
         stopped,
         died,
         ephemeral: entry.is_some_and(|e| e.ephemeral()),
@@ -77,6 +83,7 @@ pub fn unmanaged_row(name: &str) -> Row {
         working_directory: None,
         unresolved: None,
         backoff: None,
+        harness_missing: None,
     }
 }
 

@@ -70,6 +70,26 @@ pub fn backoff_in(side_file: &[u8], now: i64) -> Option<Backoff> {
     (until > now).then(|| Backoff { raw: raw.to_owned(), until })
 }
 
+/// The harness the supervisor recorded as missing in `name`'s side file (`harnessMissing`, issue 11), when it is
+/// still the entry's harness `agent`: a harness installed meanwhile is tried again at the next tick.
+pub fn harness_missing(paths: &Paths, name: &str, agent: Option<&str>) -> Option<String> {
+    let name = SessionName::parse(name).ok()?;
+    let bytes = std::fs::read(paths.side_file(&name)).ok()?;
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(&bytes) else { return None };
+    let missing = map.get("harnessMissing")?.as_str()?;
+    (Some(missing) == agent).then(|| missing.to_owned())
+}
+
+/// Whether a supervisor holds the registry's single-instance lock (F20); asked without waiting or creating.
+pub fn supervisor_status(paths: &Paths) -> agent_box_types::report::SupervisorStatus {
+    use agent_box_types::report::SupervisorStatus;
+    match registry::lock::is_held(&paths.supervisor_lock()) {
+        Ok(true) => SupervisorStatus::Running,
+        Ok(false) => SupervisorStatus::Stopped,
+        Err(_) => SupervisorStatus::Unknown,
+    }
+}
+
 /// True when `a` and `b` name the same file (device and inode); false when either cannot be examined.
 pub fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;

@@ -9,6 +9,7 @@
 //! - An empty `LOCAL_WEBHOOK_SPAWN_KEY` reads like an unset one: the name uses `event`, no claim, no W15.
 
 pub mod claim;
+pub mod cli;
 pub mod error;
 pub mod inputs;
 pub mod messages;

@@ -7,20 +7,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use registry::exit;
+use webhook_spawn::cli::Cli;
 use webhook_spawn::error::SpawnError;
 use webhook_spawn::messages::{PREFIX, RESOLVED_PROFILE};
 use webhook_spawn::out::Out;
-
-/// Turns one dispatched batch of webhook events (stdin, LOCAL_WEBHOOK_SPAWN_*) into one hook session.
-#[derive(Debug, Parser)]
-#[command(name = "agent-box-webhook-spawn", version)]
-struct Cli {
-    /// Render what a standing watch launches: --preamble TOPIC [NOTE] [WATCH_NAME]; writes nothing.
-    #[arg(long, num_args = 1..=3, value_names = ["TOPIC", "NOTE", "WATCH_NAME"], allow_hyphen_values = true)]
-    preamble: Option<Vec<String>>,
-    #[arg(long, hide = true, num_args = 0.., allow_hyphen_values = true)]
-    resolved_profile: Option<Vec<String>>,
-}
 
 fn main() -> ExitCode {
     registry::lock::protect_inherited_lock_fd();

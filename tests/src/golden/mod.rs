@@ -58,6 +58,7 @@ pub fn render() -> Rendered {
     sections::supervisor::render(&mut out);
     sections::webhook::render(&mut out);
     sections::documents::render(&mut out);
+    sections::install::render(&mut out);
     let mut needles = out.sandbox_paths();
     needles.push("/tmp/".to_owned());
     if let Some(home) = std::env::var_os("HOME").map(|h| h.to_string_lossy().into_owned())

@@ -37,7 +37,30 @@ pub fn normalize(bytes: &[u8], tokens: &Tokens) -> Vec<u8> {
     out = uuids(&out);
     out = times(&out, tokens.start);
     out = stamps(&out);
-    durations(&out, tokens.start)
+    out = durations(&out, tokens.start);
+    pids(&out)
+}
+
+/// Rule 8 (issue 11): the digits after `pid ` and `kill ` (a pane or supervisor process id in a log line or a
+/// message) become `<PID>`, so a render does not depend on which pids the kernel handed out.
+fn pids(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let key = [&b"pid "[..], &b"kill "[..]].into_iter().find(|key| bytes[i..].starts_with(key));
+        if let Some(key) = key {
+            let digits = bytes[i + key.len()..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if digits > 0 {
+                out.extend_from_slice(key);
+                out.extend_from_slice(b"<PID>");
+                i += key.len() + digits;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    out
 }
 
 /// Rule 1: exact paths, longest first, so `<HOME>` wins over the `<ROOT>` that contains it.

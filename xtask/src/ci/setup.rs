@@ -27,11 +27,23 @@ const TMUX: Tool = Tool { program: "tmux", version_arg: "-V", package: "tmux", n
 const NIX_INSTANTIATE: Tool =
     Tool { program: "nix-instantiate", version_arg: "--version", package: "nix-bin", needed_by: "the nix step" };
 
-/// Runs the setup step: tmux and nix-instantiate, both always needed (the repository has `.nix` files).
+/// Optional: the install test verifies the user unit with it, and skips with a `SKIP` line when it is absent.
+const SYSTEMD_ANALYZE: Tool = Tool {
+    program: "systemd-analyze",
+    version_arg: "--version",
+    package: "systemd",
+    needed_by: "the install test (systemd-analyze verify of the user unit)",
+};
+
+/// Runs the setup step: tmux and nix-instantiate, both always needed (the repository has `.nix` files), and
+/// systemd-analyze when it can be installed (its test skips otherwise).
 pub fn run() -> StepResult {
     let mut apt = Apt::detect();
     let mut ok = ensure(&TMUX, &mut apt);
     ok &= ensure(&NIX_INSTANTIATE, &mut apt);
+    if !ensure(&SYSTEMD_ANALYZE, &mut apt) {
+        println!("SKIP: systemd-analyze stays missing; the unit verification test will skip");
+    }
     if ok { Ok(()) } else { Err(Failed(exit::SETUP.into())) }
 }
 

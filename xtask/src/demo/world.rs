@@ -54,13 +54,22 @@ impl World {
         install_interrupt_handler();
         let mut build = run::command("cargo");
         build.args(["build", "--workspace", "--bins", "--locked"]);
-        if !run::status(&mut build).is_ok_and(|s| s.success()) {
+        let built = if quiet {
+            build.arg("--quiet").status()
+        } else {
+            println!("demo: building the workspace (the first run compiles everything: a few minutes on 2 cores)");
+            run::status(&mut build)
+        };
+        if !built.is_ok_and(|s| s.success()) {
             return Err(exit::SETUP);
         }
         let root = run::workspace_root().join("target/tmp/demo");
         let home = root.join("home/demo");
         let registry = home.join(".config/agent-box/sessions.json");
         let state = home.join(".local/state/agent-box");
+        if !quiet {
+            println!("demo: baking the epilogue for the demo root (first run: about a minute; later runs reuse it)…");
+        }
         let baked = bake(&registry, &state, Profile::Dev).map_err(|e| {
             println!("demo: cannot bake the epilogue: {e}");
             exit::SETUP

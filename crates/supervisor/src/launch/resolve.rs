@@ -20,10 +20,13 @@ pub fn kind_of(agent: &str) -> HarnessKind {
     }
 }
 
-/// The configured pair if usable, else the user's Nix profile, else "not installed".
+/// The configured pair if usable, else the user's Nix profile, else (installed mode only) `PATH`, else "not
+/// installed". The `shell` harness falls back to the post-mortem shell's choice (`$SHELL`, else `/bin/sh`) in
+/// installed mode, since no program is called `shell`.
 pub fn resolve(config: &Config, agent: &str) -> Result<Harness, PrepareError> {
     let bin = configured(config, agent)
         .or_else(|| nix_profile(config.paths.home(), agent))
+        .or_else(|| on_path(config, agent))
         .ok_or_else(|| PrepareError::NotInstalled(agent.to_owned()))?;
     Ok(Harness { agent: agent.to_owned(), kind: kind_of(agent), bin })
 }
@@ -38,6 +41,18 @@ fn nix_profile(home: &Path, agent: &str) -> Option<PathBuf> {
         return None;
     }
     Some(home.join(".nix-profile/bin").join(agent)).filter(|p| is_executable_file(p))
+}
+
+/// Installed mode: `agent` on the supervisor's `PATH` (absolute entries only); `shell` is the login shell.
+fn on_path(config: &Config, agent: &str) -> Option<PathBuf> {
+    let path = config.harness_path.as_deref()?;
+    if agent == "shell" {
+        return Some(post_mortem_shell(config));
+    }
+    if agent.is_empty() || !agent.bytes().all(is_name_byte) {
+        return None;
+    }
+    tmux::find_on_path(agent, Some(path))
 }
 
 /// `PM`: the `shell` pair if executable, else `$SHELL` if absolute and executable, else `/bin/sh`.

@@ -10,7 +10,8 @@ use crate::golden::world::World;
 
 const BINARIES: [&str; 4] =
     ["agent-box-supervisor", "agent-box-session", "agent-box-webhook-spawn", "agent-box-mark-stopped"];
-const VERBS: [&str; 9] = ["ls", "peers", "capacity", "leases", "log", "add", "rm", "stop", "restart"];
+const VERBS: [&str; 11] =
+    ["ls", "peers", "capacity", "leases", "log", "add", "rm", "stop", "restart", "attach", "completions"];
 
 /// Every artefact of `golden/help/` and `golden/mark-stopped/`.
 pub fn render(out: &mut Artefacts) {
@@ -22,6 +23,9 @@ pub fn render(out: &mut Artefacts) {
         let inv = Invocation::product("agent-box-session").args([verb, "--help"]);
         out.capture(&format!("help/agent-box-session-{verb}.txt"), &world, &inv);
     }
+    for binary in BINARIES {
+        out.capture(&format!("help/{binary}-version.txt"), &world, &Invocation::product(binary).arg("--version"));
+    }
     epilogue(&world, out);
 }
 
@@ -32,7 +36,8 @@ fn epilogue(world: &World, out: &mut Artefacts) {
     let shown = "agent-box-mark-stopped";
     let print_paths = Invocation::at(shown, baked.clone()).arg("--print-paths");
     out.capture("mark-stopped/print-paths-baked.txt", world, &print_paths);
-    out.capture("mark-stopped/help.txt", world, &Invocation::at(shown, baked).arg("--help"));
+    out.capture("mark-stopped/help.txt", world, &Invocation::at(shown, baked.clone()).arg("--help"));
+    out.capture("mark-stopped/version-baked.txt", world, &Invocation::at(shown, baked).arg("--version"));
     let unbaked = || Invocation::product(shown);
     out.capture("mark-stopped/print-paths-unbaked.txt", world, &unbaked().arg("--print-paths"));
     out.capture("mark-stopped/unbaked-run.txt", world, &unbaked().args(["main", "0"]));

@@ -2,6 +2,7 @@
 
 pub mod documents;
 pub mod help;
+pub mod install;
 pub mod session;
 pub mod supervisor;
 pub mod webhook;

@@ -51,6 +51,14 @@ fn listings(world: &World, out: &mut Artefacts) {
     }
     out.capture("session/log.txt", world, &session().arg("log"));
     out.capture("session/log-n3.txt", world, &session().args(["log", "-n", "3"]));
+    out.capture("session/log-json.txt", world, &session().args(["log", "-n", "3", "--json"]));
+    for shell in ["bash", "zsh", "fish"] {
+        out.capture(&format!("session/completions-{shell}.txt"), world, &session().args(["completions", shell]));
+    }
+    world.write_home_file(".local/state/agent-box/session/notes.json", br#"{"harnessMissing":"shell"}"#);
+    out.capture("session/ls-harness-missing.txt", world, &session().arg("ls"));
+    out.capture("session/ls-harness-missing-json.txt", world, &session().args(["ls", "--json"]));
+    let _ = fs::remove_file(world.home().join(".local/state/agent-box/session/notes.json"));
     out.capture("session/peers-self.txt", world, &session().arg("peers").env("LOCAL_WEBHOOK_SESSION", "agent-main"));
     fs::write(world.sb.registry(), "not json\n").unwrap();
     out.capture("session/ls-invalid-registry.txt", world, &session().arg("ls"));
@@ -62,6 +70,9 @@ fn listings(world: &World, out: &mut Artefacts) {
 fn messages(world: &World, out: &mut Artefacts) {
     let root = world.sb.root().to_path_buf();
     let no_tmux = root.join("bin/no-such-tmux");
+    let no_kill = no_kill_tmux(world);
+    let main_only = r#"{"version": 1, "sessions": {"main": {"agent": "claude"}}}"#;
+    fs::write(root.join("main-only.json"), main_only).unwrap();
     fs::write(root.join("limit-1"), "1\n").unwrap();
     fs::write(root.join("limit-8"), "8\n").unwrap();
     fs::write(root.join("limit-bad"), "lots\n").unwrap();
@@ -104,13 +115,19 @@ fn messages(world: &World, out: &mut Artefacts) {
                 .env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-8")),
         ),
         ("M23", session().args(["rm", "notes"])),
-        ("M24", session().args(["rm", "notes"]).env("AGENT_BOX_TMUX_BIN", &no_tmux)),
+        ("M24", session().args(["rm", "scratch"]).env("AGENT_BOX_TMUX_BIN", &no_tmux)),
         ("M25", session().args(["stop", "nosuch"])),
         ("M26", session().args(["stop", "hook-acme-widget-77c0"])),
         ("M27", session().args(["stop", "main"])),
         ("M28", session().args(["restart", "main"])),
         ("M29", session().args(["restart", "scratch"])),
-        ("M30", session().args(["restart", "--all"]).env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-8"))),
+        (
+            "M30",
+            session()
+                .args(["restart", "--all"])
+                .env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-8"))
+                .env("AGENT_BOX_SESSIONS_FILE", root.join("main-only.json")),
+        ),
         ("M31", session().args(["restart", "--all"]).env("AGENT_BOX_SESSIONS_FILE", root.join("no-registry.json"))),
         ("M32", session().arg("ls").env("AGENT_BOX_TMUX_BIN", &no_tmux)),
         ("M34", session().arg("peers").env("AGENT_BOX_TMUX_BIN", &no_tmux)),
@@ -119,6 +136,21 @@ fn messages(world: &World, out: &mut Artefacts) {
         ("M37", session().args(["env", "list"])),
         ("M38", session().arg("leases")),
         ("M39", add().arg("x").env("USER", "a/b")),
+        ("M40", session().args(["rm", "nosuch"])),
+        ("M42", session().args(["rm", "notes"]).env("AGENT_BOX_TMUX_BIN", &no_tmux)),
+        ("M43", session().args(["stop", "main"]).env("AGENT_BOX_TMUX_BIN", &no_tmux)),
+        ("M45", session().args(["restart", "helper"]).env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-8"))),
+        ("M46", session().args(["restart", "notes"])),
+        ("M47", session().args(["restart", "--all"]).env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-8"))),
+        (
+            "M48",
+            session()
+                .args(["restart", "--all"])
+                .env("AGENT_BOX_SESSION_LIMIT_FILE", root.join("limit-8"))
+                .env("AGENT_BOX_TMUX_BIN", &no_kill),
+        ),
+        ("M49", session().args(["attach", "nosuch"])),
+        ("M52", session().arg("ls")),
     ];
     for (id, inv) in cases {
         reset(world);
@@ -137,5 +169,55 @@ fn messages(world: &World, out: &mut Artefacts) {
     fs::remove_file(world.sb.registry()).unwrap();
     fs::create_dir(world.sb.registry()).unwrap();
     out.capture("session/messages/M20b.txt", world, &session().args(["stop", "main"]));
+    messages_with_setup(world, out, &no_kill);
     reset(world);
+    // A missing socket directory means "no server": nothing is live, and capacity and ls answer (issue 11).
+    let no_dir = root.join("no-socket-dir");
+    out.capture(
+        "session/capacity-no-socket-dir.txt",
+        world,
+        &session().arg("capacity").env("AGENT_BOX_TMUX_TMPDIR", &no_dir),
+    );
+    out.capture("session/ls-no-socket-dir.txt", world, &session().arg("ls").env("AGENT_BOX_TMUX_TMPDIR", &no_dir));
+    reset(world);
+}
+
+/// Messages whose world needs one change first: leftover state of an unlisted name (M41), a stopped entry whose
+/// pane still runs and cannot be killed (M44), an empty hook log (M51).
+fn messages_with_setup(world: &World, out: &mut Artefacts, no_kill: &std::path::Path) {
+    reset(world);
+    world.write_home_file(".local/state/agent-box/session/ghost.json", br#"{"launchSessionId":"x"}"#);
+    out.capture("session/messages/M41.txt", world, &session().args(["rm", "ghost"]));
+    reset(world);
+    world.sb.edit_registry(|doc| {
+        if let Ok(name) = registry::SessionName::parse("main")
+            && let Some(mut entry) = doc.entry_mut(&name)
+        {
+            entry.set("stopped", serde_json::Value::Bool(true));
+        }
+    });
+    let limit = world.sb.root().join("limit-8");
+    let inv = session()
+        .args(["restart", "main"])
+        .env("AGENT_BOX_TMUX_BIN", no_kill)
+        .env("AGENT_BOX_SESSION_LIMIT_FILE", limit);
+    out.capture("session/messages/M44.txt", world, &inv);
+    reset(world);
+    fs::write(world.home().join(".local/state/agent-box/hook-sessions.jsonl"), "").unwrap();
+    out.capture("session/messages/M51.txt", world, &session().arg("log"));
+}
+
+/// A tmux that does everything but `kill-session`, which it refuses: how a kill that did not happen is reached
+/// while the session is still there.
+fn no_kill_tmux(world: &World) -> std::path::PathBuf {
+    let real = world.sb.env_var("AGENT_BOX_TMUX_BIN").map(std::path::PathBuf::from).unwrap_or_default();
+    let path = world.sb.root().join("bin/tmux-nokill");
+    let script = format!(
+        "#!/bin/sh\nfor word in \"$@\"; do\n  if [ \"$word\" = kill-session ]; then echo 'the server refused the kill' >&2; exit 1; fi\ndone\nexec {} \"$@\"\n",
+        registry::quote::quote_arg(&real.to_string_lossy())
+    );
+    fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
 }

@@ -134,6 +134,25 @@ fn log_lines(out: &mut Artefacts) {
         }
     }
     signal_line(out);
+    refusals(out);
+}
+
+/// Issue 11: every missing required variable in one line (the debug build's epilogue is unbaked, so this is not
+/// installed mode), and a second supervisor on the same registry refused with the running one named.
+fn refusals(out: &mut Artefacts) {
+    let world = World::new();
+    let missing = supervisor()
+        .arg("--once")
+        .unset("AGENT_BOX_SESSIONS_SEED")
+        .unset("AGENT_BOX_AGENT_BINS")
+        .unset("AGENT_BOX_MARK_STOPPED");
+    out.capture("supervisor/log/config-missing.txt", &world, &missing);
+    world.write_home_file(".config/agent-box/sessions.json", registry(&[]).as_bytes());
+    let pid = world.sb.start_supervisor();
+    wait_until("the supervisor's start line", || world.sb.log_count("started (") == 1);
+    out.capture("supervisor/log/already-running.txt", &world, &supervisor().arg("--once"));
+    world.sb.signal(pid, Signal::SIGTERM);
+    let _ = world.sb.wait_exit(pid, Duration::from_secs(30));
 }
 
 /// L18: the loop started, then SIGTERM once it has logged L1.

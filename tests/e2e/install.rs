@@ -1,0 +1,172 @@
+//! The operator's path on a box without Nix (issue 11), end to end: install into a temporary prefix and HOME
+//! (`--no-unit`, with the debug build and an epilogue baked for that HOME, through the library `cargo xtask
+//! install` uses), start the installed supervisor with only the installed environment file (plus the private
+//! tmux socket every test uses), add a session with the installed wrapper, see it live, attach to it from a pane
+//! of a second tmux server, then uninstall and find only the user's data left. Also: the unit passes
+//! `systemd-analyze verify`.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use agent_box_tests::bins::bin;
+use agent_box_tests::install::{self, Inputs, Layout, Sources, read_env_file};
+use agent_box_tests::{Sandbox, wait_until};
+use nix::sys::signal::Signal;
+use registry::SessionName;
+use tmux::{NewSession, Tmux, TmuxApi, TmuxConfig};
+
+/// The test knobs of the private tmux server: the only variables a test adds to the installed environment.
+const KNOBS: [&str; 3] = ["AGENT_BOX_TMUX_SOCKET", "AGENT_BOX_TMUX_TMPDIR", "AGENT_BOX_TMUX_CONF"];
+
+fn inputs(sb: &Sandbox, unit: bool) -> Inputs {
+    let prefix = sb.root().join("prefix");
+    // The sandbox's fake harnesses are on this PATH, so `claude` resolves from PATH in installed mode.
+    let inherited = format!("{}:/usr/bin:/bin", sb.root().join("bin").display());
+    Inputs {
+        user: "agent".into(),
+        home: sb.home().to_path_buf(),
+        path: install::unit_path(&prefix, &inherited),
+        prefix,
+        tmux: PathBuf::from(sb.env_var("AGENT_BOX_TMUX_BIN").unwrap()),
+        agents: vec!["claude".into(), "shell".into()],
+        default_agent: "claude".into(),
+        unit,
+    }
+}
+
+fn sources(sb: &Sandbox) -> Sources {
+    Sources {
+        supervisor: bin("agent-box-supervisor"),
+        session: bin("agent-box-session"),
+        webhook_spawn: bin("agent-box-webhook-spawn"),
+        epilogue: sb.epilogue(),
+        // The unit's Documentation= names this page; systemd-analyze verify looks it up through MANPATH.
+        man_pages: vec![(
+            "agent-box-supervisor.1".into(),
+            b".TH AGENT-BOX-SUPERVISOR 1\n.SH NAME\nagent-box-supervisor \\- keeps the sessions alive\n".to_vec(),
+        )],
+    }
+}
+
+/// A program of the install, with only `env` (and the test knobs, `USER`, `TERM`) in its environment.
+fn installed(sb: &Sandbox, program: &Path, env: &[(String, String)]) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v))).env("USER", "agent").current_dir(sb.home());
+    for knob in KNOBS {
+        cmd.env(knob, sb.env_var(knob).unwrap());
+    }
+    cmd
+}
+
+/// Every file (not directory) under `dir`.
+fn files_under(dir: &Path) -> BTreeSet<PathBuf> {
+    let mut found = BTreeSet::new();
+    let Ok(entries) = fs::read_dir(dir) else { return found };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else {
+            found.insert(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn install_run_add_attach_uninstall_on_a_fresh_home() {
+    let sb = Sandbox::in_slot();
+    let inputs = inputs(&sb, false);
+    let layout = Layout::new(&inputs.prefix, &inputs.home);
+    let written = install::install(&inputs, &sources(&sb)).unwrap();
+    assert!(written.contains(&layout.epilogue()) && !layout.unit_file.exists(), "{written:?}");
+
+    // The supervisor with only the installed environment file: installed mode supplies seed, harnesses, epilogue.
+    let env = read_env_file(&fs::read_to_string(&layout.env_file).unwrap());
+    assert!(env.iter().all(|(k, _)| k != "AGENT_BOX_SESSIONS_SEED" && k != "AGENT_BOX_AGENT_BINS"), "{env:?}");
+    let log = fs::File::create(sb.supervisor_log_path()).unwrap();
+    let mut cmd = installed(&sb, &layout.bin.join("agent-box-supervisor"), &env);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log);
+    let pid = sb.spawn_tracked(cmd);
+    wait_until("the installed supervisor's start line", || sb.log_count("started (") == 1);
+
+    // The wrapper carries AGENT_BOX_AGENTS and the default harness; the operator exports nothing.
+    let operator =
+        vec![("HOME".to_owned(), sb.home().display().to_string()), ("PATH".to_owned(), "/usr/bin:/bin".to_owned())];
+    let wrapper = layout.bin.join("agent-box-session");
+    let added = installed(&sb, &wrapper, &operator).args(["add", "main"]).output().unwrap();
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    wait_until("main live", || sb.is_live("main"));
+    wait_until("the spawn line", || sb.log_count("started 'main' (first start, harness claude, pane pid ") == 1);
+    let ls = installed(&sb, &wrapper, &operator).arg("ls").output().unwrap();
+    let text = String::from_utf8_lossy(&ls.stdout);
+    assert!(text.contains("main                     claude   live"), "{text}");
+    assert!(ls.stderr.is_empty(), "a supervisor runs: no warning; {}", String::from_utf8_lossy(&ls.stderr));
+
+    attach_from_another_server(&sb, &wrapper, &operator);
+
+    sb.signal(pid, Signal::SIGTERM);
+    assert_eq!(sb.wait_exit(pid, Duration::from_secs(30)), Some(0));
+    let data_before: BTreeSet<PathBuf> = files_under(sb.home()).into_iter().filter(|p| !written.contains(p)).collect();
+    let removed = install::uninstall(&inputs.prefix).unwrap();
+    assert!(removed.contains(&layout.manifest), "{removed:?}");
+    assert!(!inputs.prefix.exists(), "every directory the install created is gone");
+    assert_eq!(files_under(sb.home()), data_before, "uninstall left exactly the user's data");
+    assert!(sb.registry().is_file(), "the registry stays");
+}
+
+/// `attach` run in a pane of a second server (with `$TMUX` of that server set) reaches `main` on the box's
+/// server: tmux then counts one client attached to it.
+fn attach_from_another_server(sb: &Sandbox, wrapper: &Path, operator: &[(String, String)]) {
+    let outer_socket = format!("{}-outer", sb.socket());
+    let mut parent: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        operator.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    parent.push(("USER".into(), "agent".into()));
+    parent.push(("TERM".into(), "xterm".into()));
+    for knob in KNOBS {
+        parent.push((knob.into(), sb.env_var(knob).unwrap().into()));
+    }
+    let bin = PathBuf::from(sb.env_var("AGENT_BOX_TMUX_BIN").unwrap());
+    let outer =
+        Tmux::new(TmuxConfig::new(bin, outer_socket, sb.tmux_dir()).with_conf("/dev/null")).with_parent_env(parent);
+    let request = NewSession {
+        name: SessionName::parse("operator").unwrap(),
+        cwd: sb.home().into(),
+        env: vec![],
+        argv: vec![wrapper.into(), "attach".into(), "main".into()],
+    };
+    outer.new_session(&request).unwrap();
+    let main = SessionName::parse("main").unwrap();
+    wait_until("a client attached to main", || sb.tmux().display(&main, "#{session_attached}").as_deref() == Ok("1"));
+    let _ = outer.kill_server();
+}
+
+#[test]
+fn the_user_unit_passes_systemd_analyze_verify() {
+    let Some(tool) = tmux::find_on_path("systemd-analyze", std::env::var_os("PATH").as_deref()) else {
+        println!("SKIP: systemd-analyze is not installed (ci setup installs the Debian package systemd as root)");
+        return;
+    };
+    let sb = Sandbox::new();
+    let inputs = inputs(&sb, true);
+    install::install(&inputs, &sources(&sb)).unwrap();
+    let layout = Layout::new(&inputs.prefix, &inputs.home);
+    // A user manager's runtime directory for the verifier alone, so it works as root and without a login too.
+    let runtime = sb.root().join("xdg-runtime");
+    registry::ensure_private_dir(&runtime).unwrap();
+    let out = Command::new(tool)
+        .args(["--user", "verify"])
+        .arg(&layout.unit_file)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("MANPATH", inputs.prefix.join("share/man"))
+        .env("HOME", sb.home())
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    let about_the_unit: Vec<&str> = said.lines().filter(|l| l.contains("agent-box")).collect();
+    assert!(about_the_unit.is_empty(), "systemd-analyze complains about the unit:\n{said}");
+}
