@@ -193,8 +193,8 @@ fn sv12_i11_stop_of_a_leased_ephemeral_session_is_reaped_with_one_line() {
     sb.once();
     assert!(sb.entry("hook-s").is_none());
     assert!(sb.lease("hook-s").is_none());
-    let hows: Vec<Value> = sb.hook_log().iter().map(|l| l["how"].clone()).collect();
-    assert_eq!(hows, vec![json!("reaped")]);
+    let ends: Vec<(Value, Value)> = sb.hook_log().iter().map(|l| (l["how"].clone(), l["outcome"].clone())).collect();
+    assert_eq!(ends, vec![(json!("reaped"), json!("stopped"))], "the reap carries the operator's stop");
 }
 
 #[test]
