@@ -243,6 +243,21 @@ impl Sandbox {
         self.set_env("AGENT_BOX_TMUX_BIN", wrapper);
     }
 
+    /// Routes tmux calls through a wrapper that, right after a successful `new-session` of session `name`,
+    /// SIGKILLs its caller (`$PPID`, the supervisor): the supervisor dies between the spawn and the record of it
+    /// (30 SUP-7.1 steps 5 and 7), deterministically and without test-only code in the product.
+    pub fn kill_caller_after_new_session(&mut self, name: &str) {
+        let real = self.env_var("AGENT_BOX_TMUX_BIN").map(PathBuf::from).unwrap();
+        let wrapper = self.root.join("bin/tmux-kill-caller");
+        let text = format!(
+            "#!/bin/sh\n'{}' \"$@\"; s=$?\ncase \" $* \" in *\" new-session \"*\" {name} \"*) [ \"$s\" -eq 0 ] && kill -KILL \"$PPID\" ;; esac\nexit $s\n",
+            real.display()
+        );
+        fs::write(&wrapper, text).unwrap();
+        fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+        self.set_env("AGENT_BOX_TMUX_BIN", wrapper);
+    }
+
     /// The counting wrapper's log lines from process `pid` (80 I10).
     pub fn tmux_calls_of(&self, pid: u32) -> Vec<String> {
         let prefix = format!("{pid} ");
