@@ -2,6 +2,7 @@
 
 mod golden;
 mod scenarios;
+mod security;
 mod supervisor;
 mod tidy;
 mod webhook;

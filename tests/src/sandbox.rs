@@ -38,6 +38,8 @@ pub struct Sandbox {
     tracked: Mutex<Vec<Child>>,
     temp: Option<tempfile::TempDir>,
     slot: Option<Slot>,
+    /// When set, every product process starts under this umask (and so do the tmux server and panes it starts).
+    umask: Option<u32>,
 }
 
 impl Sandbox {
@@ -68,8 +70,17 @@ impl Sandbox {
         fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
         let (tmux_dir, socket) = private_tmux_dir();
         write_fixtures(&root);
-        let mut sandbox =
-            Self { root, home, tmux_dir, socket, env: BTreeMap::new(), tracked: Mutex::new(Vec::new()), temp, slot };
+        let mut sandbox = Self {
+            root,
+            home,
+            tmux_dir,
+            socket,
+            env: BTreeMap::new(),
+            tracked: Mutex::new(Vec::new()),
+            temp,
+            slot,
+            umask: None,
+        };
         sandbox.base_env(&epilogue, &real_tmux);
         sandbox
     }
@@ -147,11 +158,25 @@ impl Sandbox {
         self.env.remove(key);
     }
 
-    /// A product binary with exactly the sandbox environment, run in HOME.
+    /// A product binary with exactly the sandbox environment, run in HOME (under the sandbox umask when one is
+    /// set: `/bin/sh` sets it and execs the product, so the pid is the product's).
     pub fn cmd(&self, product: &str) -> Command {
-        let mut cmd = Command::new(bin(product));
+        let mut cmd = match self.umask {
+            None => Command::new(bin(product)),
+            Some(mask) => {
+                let mut sh = Command::new("/bin/sh");
+                sh.arg("-c").arg(format!("umask {mask:03o} && exec \"$0\" \"$@\"")).arg(bin(product));
+                sh
+            }
+        };
         cmd.env_clear().envs(&self.env).current_dir(&self.home);
         cmd
+    }
+
+    /// Runs every later product process under `mask` (80 H09, 90 S3); the test process's own umask is shared by
+    /// all its threads, so it is never changed.
+    pub fn set_umask(&mut self, mask: u32) {
+        self.umask = Some(mask);
     }
 
     /// Starts `cmd` and tracks it, so teardown stops it even after a panic; returns its pid.
