@@ -12,6 +12,7 @@ pub mod golden;
 pub mod held;
 pub mod ops;
 pub mod privilege;
+pub mod property;
 pub mod sandbox;
 pub mod slots;
 pub mod wait;

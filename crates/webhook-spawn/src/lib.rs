@@ -10,6 +10,8 @@
 
 pub mod claim;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod inputs;
 pub mod messages;
 pub mod name;
