@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod bake;
 pub mod bins;
+pub mod chaos;
 pub mod fake_tmux;
 pub mod fixtures;
 pub mod golden;

@@ -199,6 +199,14 @@ impl Sandbox {
         let _ = kill(Pid::from_raw(i32::try_from(pid).unwrap()), signal);
     }
 
+    /// Whether tracked process `pid` has exited, without waiting: `None` while it runs (or is not tracked),
+    /// `Some(code)` once it ended (`Some(None)` after a signal).
+    pub fn exited(&self, pid: u32) -> Option<Option<i32>> {
+        let mut tracked = self.tracked.lock().unwrap();
+        let child = tracked.iter_mut().find(|c| c.id() == pid)?;
+        child.try_wait().ok().flatten().map(|status| status.code())
+    }
+
     /// Waits for tracked process `pid` to exit, returning its exit code.
     pub fn wait_exit(&self, pid: u32, limit: Duration) -> Option<i32> {
         let start = Instant::now();

@@ -2,6 +2,7 @@
 
 mod bake_epilogue;
 mod bench;
+mod chaos;
 mod ci;
 mod demo;
 mod exit;
@@ -48,6 +49,8 @@ enum Command {
     },
     /// Build agent-box-mark-stopped with a registry path and state directory baked in, verify it, install it.
     BakeEpilogue(bake_epilogue::BakeArgs),
+    /// Dispatch many sessions into a private world and break things at random; check every lease promise.
+    Chaos(chaos::ChaosArgs),
     /// Measure the quality bars of spec 90 (epilogue, tick, add, rmw, crash) and write target/bench/report.json.
     Bench(bench::BenchArgs),
 }
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Nix { bless } => ci::nix::command(bless),
         Command::BakeEpilogue(args) => bake_epilogue::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Chaos(args) => chaos::run(&args),
     };
     ExitCode::from(code)
 }
