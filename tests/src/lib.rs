@@ -8,6 +8,7 @@ pub mod bake;
 pub mod bins;
 pub mod chaos;
 pub mod fake_tmux;
+pub mod faults;
 pub mod fixtures;
 pub mod golden;
 pub mod held;

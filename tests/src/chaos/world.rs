@@ -141,14 +141,21 @@ impl World {
         let leases = lease::LeaseDir::new(paths.lease_dir());
         let log = lease::HookLog::new(paths.hook_log());
         let new_gen = leases.create(&key, "github:chaos/reused", Some("1"), Some(&log)).map_err(|e| e.to_string())?;
-        let before = (fs::read(leases.lease_path(&key)).ok(), fs::read(paths.hook_log()).ok());
+        // Other sessions log meanwhile; only this name's lines and its lease must stay as they were.
+        let own_lines = || {
+            let text = fs::read_to_string(paths.hook_log()).unwrap_or_default();
+            let needle = format!("\"name\":\"{name}\"");
+            text.lines().filter(|l| l.contains(&needle)).map(str::to_owned).collect::<Vec<_>>()
+        };
+        let before = (fs::read(leases.lease_path(&key)).ok(), own_lines());
         for status in ["1", "0"] {
             let mut late = Command::new(self.sb.epilogue());
             late.args([name, status, old_gen]).env_clear().stdin(Stdio::null());
             let _ = late.output();
         }
-        let after = (fs::read(leases.lease_path(&key)).ok(), fs::read(paths.hook_log()).ok());
-        if before != after {
+        let after = (fs::read(leases.lease_path(&key)).ok(), own_lines());
+        // A trim may drop old lines meanwhile; what matters is that no line of this name appeared.
+        if before.0 != after.0 || after.1.iter().any(|l| !before.1.contains(l)) {
             return Err(format!("a late epilogue of gen {old_gen} changed the lease or the log of {name}"));
         }
         self.sb.agent(agent).control("poll");
