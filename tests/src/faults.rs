@@ -68,6 +68,10 @@ pub fn all() -> Vec<Case> {
     vec![f1(), f2(), f3(), f4(), f5(), f6(), f7(), f8(), f9()]
 }
 
+/// MS-6.2's 8 s is the sum of the epilogue's own waits (three 2 s lock waits, two 1 s pauses); starting, reading
+/// and exiting the process come on top of it, so the measured bound allows this much more.
+const EPILOGUE_BOUND: Duration = Duration::from_millis(8100);
+
 fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
 }
@@ -198,7 +202,7 @@ pub fn f2() -> Case {
     case.check("webhook-spawn exits 75", code(&spawn) == 75, text(&spawn.stderr));
     let (late, took) = timed(epilogue(&sb, &["main", "3"]));
     case.check("mark-stopped exits 0, silent", silent(&late), text(&late.stderr));
-    case.bounded("mark-stopped on a full disk", took, Duration::from_secs(8));
+    case.bounded("mark-stopped on a full disk (8 s + process start)", took, EPILOGUE_BOUND);
     conf_fs.free();
     state_fs.free();
     let (again, _) = timed(session(&sb, &["add", "x", "--harness", "tool"]));
@@ -391,7 +395,7 @@ pub fn f6() -> Case {
     case.bounded("supervisor --once (one locked attempt, 1 s cap)", sup, Duration::from_millis(1500));
     let (late, took) = timed(epilogue(&sb, &["main", "3"]));
     case.check("mark-stopped exits 0, silent", silent(&late), text(&late.stderr));
-    case.bounded("mark-stopped", took, Duration::from_secs(8));
+    case.bounded("mark-stopped (8 s + process start)", took, EPILOGUE_BOUND);
     case.check("registry unchanged", fs::read(sb.registry()).unwrap() == before, "");
     case
 }
