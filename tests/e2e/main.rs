@@ -1,9 +1,13 @@
 //! The one end-to-end test binary (80-acceptance I1): a module per scenario group, plus the tidy checks.
 
+mod chaos;
+mod faults;
 mod golden;
 mod install;
 mod operator;
+mod properties;
 mod scenarios;
+mod security;
 mod supervisor;
 mod tidy;
 mod webhook;

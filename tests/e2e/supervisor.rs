@@ -193,8 +193,8 @@ fn sv12_i11_stop_of_a_leased_ephemeral_session_is_reaped_with_one_line() {
     sb.once();
     assert!(sb.entry("hook-s").is_none());
     assert!(sb.lease("hook-s").is_none());
-    let hows: Vec<Value> = sb.hook_log().iter().map(|l| l["how"].clone()).collect();
-    assert_eq!(hows, vec![json!("reaped")]);
+    let ends: Vec<(Value, Value)> = sb.hook_log().iter().map(|l| (l["how"].clone(), l["outcome"].clone())).collect();
+    assert_eq!(ends, vec![(json!("reaped"), json!("stopped"))], "the reap carries the operator's stop");
 }
 
 #[test]
@@ -788,6 +788,34 @@ fn x10_a_new_supervisor_adopts_live_panes_without_respawning() {
     assert_eq!((sb.agent("a").starts(), sb.agent("hook-x").starts()), (1, 1), "no respawn of live panes");
     assert_eq!(sb.lease("hook-x").unwrap()["outcome"], Value::Null, "no vanished");
     assert_eq!(sb.tmux_calls_of(second).iter().filter(|c| c.contains("new-session")).count(), 0);
+}
+
+/// 30 SUP-2 step 6a (new): a supervisor SIGKILLed between `new-session` and the side-file record leaves a live
+/// pane whose launch nobody recorded. The next supervisor adopts it at start-up (launch id from the pane's
+/// `AGENT_BOX_SESSION_ID`, the lease gen), so when that pane is then killed the lease reads `vanished` and the
+/// respawn resumes the same launch instead of a first spawn.
+#[test]
+fn sup_2_6a_a_spawn_the_dying_supervisor_never_recorded_is_adopted_then_marked_vanished() {
+    let mut sb = Sandbox::new();
+    sb.write_registry(&registry_with(&[("hook-k", tool(json!({"ephemeral": true})))]));
+    let lease_gen = sb.create_lease("hook-k");
+    let plain_tmux = sb.env_var("AGENT_BOX_TMUX_BIN").unwrap().to_owned();
+    sb.kill_caller_after_new_session("hook-k");
+    let doomed = sb.start_supervisor();
+    assert_eq!(sb.wait_exit(doomed, Duration::from_secs(30)), None, "SIGKILLed right after new-session");
+    assert!(sb.is_live("hook-k"));
+    assert!(!sb.side_file("hook-k").exists(), "the launch was never recorded");
+    sb.set_env("AGENT_BOX_TMUX_BIN", plain_tmux);
+    sb.use_counting_tmux();
+    let second = sb.start_supervisor();
+    sb.wait_ticks(second, 2);
+    sb.kill_pane("hook-k");
+    wait_until("the next start", || sb.agent("hook-k").starts() == 2);
+    assert_eq!(sb.lease("hook-k").unwrap()["outcome"], json!("vanished"), "the killed pane is accounted for");
+    let launch_id = sb.agent("hook-k").start(1).env_var("AGENT_BOX_SESSION_ID").unwrap().to_owned();
+    assert_eq!(sb.agent("hook-k").last().env_var("AGENT_BOX_SESSION_ID"), Some(launch_id.as_str()), "a respawn");
+    assert_eq!(side_launch_id(&sb, "hook-k"), Some(launch_id), "the adopted launch id");
+    assert_eq!(side_file_gen(&sb, "hook-k"), Some(lease_gen), "and the lease gen");
 }
 
 #[test]

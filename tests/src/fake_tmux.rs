@@ -3,6 +3,7 @@
 //! state, so a test keeps a handle to what the code under test holds.
 
 use std::cell::{RefCell, RefMut};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -20,12 +21,14 @@ pub struct FakeState {
     pub current: Result<String, TmuxError>,
     /// The socket path the adapter reports.
     pub socket: PathBuf,
-    /// `ensure`, `list`, `new NAME`, `kill NAME`, in call order.
+    /// `ensure`, `list`, `new NAME`, `kill NAME`, `env NAME`, in call order.
     pub calls: Vec<String>,
     /// The server pid `ensure_server_and_list` reports (a test changes it to fake a restarted server).
     pub server_pid: Option<u32>,
     /// Runs inside `new_session` (before the session appears), e.g. while the supervisor holds the lock.
     pub during_new: Option<Box<dyn Fn()>>,
+    /// Session environments: what `new_session` passed with `-e`, or what a test set.
+    pub env: BTreeMap<String, Vec<(String, String)>>,
 }
 
 impl Default for FakeState {
@@ -38,6 +41,7 @@ impl Default for FakeState {
             calls: Vec::new(),
             server_pid: Some(4242),
             during_new: None,
+            env: BTreeMap::new(),
         }
     }
 }
@@ -118,6 +122,7 @@ impl TmuxApi for FakeTmux {
         state.calls.push(format!("new {}", request.name));
         if !state.live.iter().any(|n| n == request.name.as_str()) {
             state.live.push(request.name.to_string());
+            state.env.insert(request.name.to_string(), request.env.clone());
         }
         Ok(Some(4243))
     }
@@ -130,6 +135,15 @@ impl TmuxApi for FakeTmux {
     }
     fn display(&self, _: &SessionName, _: &str) -> Result<String, TmuxError> {
         Ok(String::new())
+    }
+    fn session_environment(&self, name: &SessionName, key: &str) -> Result<Option<String>, TmuxError> {
+        self.state().calls.push(format!("env {name}"));
+        let state = self.0.borrow();
+        if !state.live.iter().any(|n| n == name.as_str()) {
+            return Err(TmuxError::NoSuchSession);
+        }
+        let env = state.env.get(name.as_str()).map(Vec::as_slice).unwrap_or_default();
+        Ok(env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
     }
     fn current_session(&self, _: Option<&str>) -> Result<String, TmuxError> {
         self.0.borrow().current.clone()

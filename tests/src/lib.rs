@@ -6,13 +6,16 @@
 pub mod agents;
 pub mod bake;
 pub mod bins;
+pub mod chaos;
 pub mod fake_tmux;
+pub mod faults;
 pub mod fixtures;
 pub mod golden;
 pub mod held;
 pub mod install;
 pub mod ops;
 pub mod privilege;
+pub mod property;
 pub mod sandbox;
 pub mod slots;
 pub mod wait;

@@ -122,15 +122,10 @@ impl Sandbox {
         let _ = leases.finish(&name, &lease::EndHow::Rm, &lease::Expect::Any, Some(&log));
     }
 
-    /// `stop`'s order: flag under the lock, then kill.
+    /// The real `agent-box-session stop NAME` (flag and lease outcome under the lock, then kill), which must
+    /// exit 0.
     pub fn stop(&self, name: &str) {
-        let name = SessionName::parse(name).unwrap();
-        self.edit_registry(|doc| {
-            if let Some(mut e) = doc.entry_mut(&name) {
-                e.set("stopped", Value::Bool(true));
-            }
-        });
-        let _ = self.tmux().kill_session(&name);
+        self.cmd("agent-box-session").args(["stop", name]).stdin(Stdio::null()).assert().code(0);
     }
 
     /// `restart NAME`'s order: clear `stopped` under the lock (never `died`), then kill.

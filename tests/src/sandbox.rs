@@ -40,6 +40,8 @@ pub struct Sandbox {
     slot: Option<Slot>,
     /// Where [`Sandbox::cmd`] finds the products, when not the build's own directory (the bench's baseline).
     bin_dir: Option<PathBuf>,
+    /// When set, every product process starts under this umask (and so do the tmux server and panes it starts).
+    umask: Option<u32>,
 }
 
 impl Sandbox {
@@ -80,6 +82,7 @@ impl Sandbox {
             temp,
             slot,
             bin_dir: None,
+            umask: None,
         };
         sandbox.base_env(&epilogue, &real_tmux);
         sandbox
@@ -164,12 +167,26 @@ impl Sandbox {
         self.bin_dir = Some(dir);
     }
 
-    /// A product binary with exactly the sandbox environment, run in HOME.
+    /// A product binary with exactly the sandbox environment, run in HOME (under the sandbox umask when one is
+    /// set: `/bin/sh` sets it and execs the product, so the pid is the product's).
     pub fn cmd(&self, product: &str) -> Command {
         let program = self.bin_dir.as_ref().map_or_else(|| bin(product), |dir| dir.join(product));
-        let mut cmd = Command::new(program);
+        let mut cmd = match self.umask {
+            None => Command::new(program),
+            Some(mask) => {
+                let mut sh = Command::new("/bin/sh");
+                sh.arg("-c").arg(format!("umask {mask:03o} && exec \"$0\" \"$@\"")).arg(program);
+                sh
+            }
+        };
         cmd.env_clear().envs(&self.env).current_dir(&self.home);
         cmd
+    }
+
+    /// Runs every later product process under `mask` (80 H09, 90 S3); the test process's own umask is shared by
+    /// all its threads, so it is never changed.
+    pub fn set_umask(&mut self, mask: u32) {
+        self.umask = Some(mask);
     }
 
     /// Starts `cmd` and tracks it, so teardown stops it even after a panic; returns its pid.
@@ -190,6 +207,14 @@ impl Sandbox {
     pub fn signal(&self, pid: u32, signal: Signal) {
         assert!(pid > 1, "refusing to signal pid {pid} (a process group or init)");
         let _ = kill(Pid::from_raw(i32::try_from(pid).unwrap()), signal);
+    }
+
+    /// Whether tracked process `pid` has exited, without waiting: `None` while it runs (or is not tracked),
+    /// `Some(code)` once it ended (`Some(None)` after a signal).
+    pub fn exited(&self, pid: u32) -> Option<Option<i32>> {
+        let mut tracked = self.tracked.lock().unwrap();
+        let child = tracked.iter_mut().find(|c| c.id() == pid)?;
+        child.try_wait().ok().flatten().map(|status| status.code())
     }
 
     /// Waits for tracked process `pid` to exit, returning its exit code.
@@ -254,6 +279,21 @@ impl Sandbox {
         let text = format!(
             "#!/bin/sh\nprintf '%s %s\\n' \"$PPID\" \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
             log.display(),
+            real.display()
+        );
+        fs::write(&wrapper, text).unwrap();
+        fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+        self.set_env("AGENT_BOX_TMUX_BIN", wrapper);
+    }
+
+    /// Routes tmux calls through a wrapper that, right after a successful `new-session` of session `name`,
+    /// SIGKILLs its caller (`$PPID`, the supervisor): the supervisor dies between the spawn and the record of it
+    /// (30 SUP-7.1 steps 5 and 7), deterministically and without test-only code in the product.
+    pub fn kill_caller_after_new_session(&mut self, name: &str) {
+        let real = self.env_var("AGENT_BOX_TMUX_BIN").map(PathBuf::from).unwrap();
+        let wrapper = self.root.join("bin/tmux-kill-caller");
+        let text = format!(
+            "#!/bin/sh\n'{}' \"$@\"; s=$?\ncase \" $* \" in *\" new-session \"*\" {name} \"*) [ \"$s\" -eq 0 ] && kill -KILL \"$PPID\" ;; esac\nexit $s\n",
             real.display()
         );
         fs::write(&wrapper, text).unwrap();

@@ -2,6 +2,7 @@
 
 mod bake_epilogue;
 mod bench;
+mod chaos;
 mod ci;
 mod demo;
 mod exit;
@@ -61,6 +62,8 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<std::path::PathBuf>,
     },
+    /// Dispatch many sessions into a private world and break things at random; check every lease promise.
+    Chaos(chaos::ChaosArgs),
     /// Measure the quality bars of spec 90 (epilogue, tick, add, rmw, crash) and write target/bench/report.json.
     Bench(bench::BenchArgs),
 }
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Install(args) => install::install(&args),
         Command::Uninstall(args) => install::uninstall(&args),
         Command::Man { out } => man::run(out),
+        Command::Chaos(args) => chaos::run(&args),
     };
     ExitCode::from(code)
 }

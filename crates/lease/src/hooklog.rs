@@ -140,15 +140,11 @@ impl HookLog {
 
     /// The newest `n` lines, oldest first, without a lock; unparseable lines come back raw (LS-8.7).
     pub fn tail(&self, n: usize) -> io::Result<Vec<LogLine>> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(bytes) => bytes,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(err) => return Err(err),
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let start = lines.len().saturating_sub(n);
-        Ok(lines[start..].iter().map(|l| parse_line(l)).collect())
+        match std::fs::read(&self.path) {
+            Ok(bytes) => Ok(newest_records(&bytes, n)),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(err) => Err(err),
+        }
     }
 
     /// Removes `hook-sessions.jsonl.tmp-XXXXXXXX` leftovers; takes the lock only when a listing finds one.
@@ -159,6 +155,14 @@ impl HookLog {
             HOOK_LOG_LOCK_WAIT,
         )
     }
+}
+
+/// The newest `n` non-blank lines of a log's bytes, each read on its own (LS-8.7).
+pub(crate) fn newest_records(bytes: &[u8], n: usize) -> Vec<LogLine> {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(n);
+    lines[start..].iter().map(|l| parse_line(l)).collect()
 }
 
 fn parse_line(line: &str) -> LogLine {

@@ -12,6 +12,8 @@
 
 mod dir;
 mod error;
+#[doc(hidden)]
+pub mod fuzz;
 mod hooklog;
 mod model;
 mod refusal;

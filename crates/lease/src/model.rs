@@ -60,18 +60,24 @@ impl Expect {
     }
 }
 
-/// A recorded ending: `vanished`, `died:N`, or a value some other writer left (kept verbatim).
+/// A recorded ending: `vanished`, `died:N`, `stopped`, or a value some other writer left (kept verbatim).
+///
+/// Every one of them is unresolved (LS-3): the box cannot say the work finished. `stopped` is written by
+/// `agent-box-session stop` (LS-6.3), so the audit tells an operator's stop from a reap nobody accounted for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Vanished,
     Died(u32),
+    Stopped,
     Other(String),
 }
 
 impl Outcome {
     pub fn parse(text: &str) -> Self {
-        if text == "vanished" {
-            return Self::Vanished;
+        match text {
+            "vanished" => return Self::Vanished,
+            "stopped" => return Self::Stopped,
+            _ => {}
         }
         let died = text.strip_prefix("died:").filter(|n| !n.starts_with('0') && !n.is_empty());
         match died.filter(|n| n.bytes().all(|b| b.is_ascii_digit())).and_then(|n| n.parse().ok()) {
@@ -86,6 +92,7 @@ impl fmt::Display for Outcome {
         match self {
             Self::Vanished => f.write_str("vanished"),
             Self::Died(status) => write!(f, "died:{status}"),
+            Self::Stopped => f.write_str("stopped"),
             Self::Other(text) => f.write_str(text),
         }
     }
@@ -213,6 +220,8 @@ mod tests {
     fn outcomes_parse_and_print() {
         assert_eq!(Outcome::parse("vanished"), Outcome::Vanished);
         assert_eq!(Outcome::parse("died:1"), Outcome::Died(1));
+        assert_eq!(Outcome::parse("stopped"), Outcome::Stopped);
+        assert_eq!(Outcome::Stopped.to_string(), "stopped");
         for other in ["died:01", "died:", "died:-1", "died:x", "gone", "died:99999999999"] {
             assert_eq!(Outcome::parse(other), Outcome::Other(other.into()), "{other}");
             assert_eq!(Outcome::parse(other).to_string(), other);

@@ -1,8 +1,9 @@
 //! `agent-box-mark-stopped NAME STATUS [GEN|-]`: the pane epilogue. It records how the agent process ended and
 //! returns; it prints nothing, always exits 0, and reads no environment (40-mark-stopped).
 
-mod args;
 mod record;
+
+use mark_stopped::args;
 
 use std::io::Write;
 use std::path::Path;

@@ -8,7 +8,7 @@ use lease::{EndHow, HookLog, LeaseDir};
 use registry::{Document, Raw, ReadOutcome, SessionName, read_raw, with_lock_at, write_atomic};
 use serde_json::Value;
 
-use crate::args::Report;
+use mark_stopped::args::Report;
 
 /// The epilogue's fixed lock bound per pass (RG-7.10).
 const LOCK_WAIT: Duration = Duration::from_secs(2);

@@ -268,6 +268,16 @@ pub fn new_entry(spec: &NewEntry<'_>) -> Map<String, Value> {
 
 #[cfg(test)]
 mod tests {
+    /// Fuzz finding (registry_validate, corpus `finding-float-roundtrip`): without serde_json's exact float
+    /// parsing, a number like this one came back one unit in the last place off after a rewrite, so every Rust
+    /// writer would have changed a value it never touched (OV-10.4).
+    #[test]
+    fn a_float_keeps_its_exact_value_through_a_rewrite() {
+        let bytes = br#"{"version":1,"sessions":{"s1":198818.75152792604,"s4":218148051038365949508}}"#;
+        let doc = Document::parse(bytes).unwrap();
+        assert_eq!(Document::parse(&doc.to_bytes()).unwrap(), doc);
+    }
+
     use super::*;
 
     fn parse(text: &str) -> Result<Document, String> {

@@ -1,5 +1,6 @@
 //! The registry: sessions.json, its names, paths, lock, atomic durable write, seed and self-heal, and the
-//! capacity policy. Every program depends on it; it spawns no process and prints nothing.
+//! capacity policy. Every program depends on it; it prints nothing and spawns no process (only the hidden
+//! property check of quoting, [`fuzz::check_shell_quote`], asks `sh`).
 //!
 //! Choices where the specification is silent:
 //! - A document equal to `{"version":1,"sessions":{}}` is always written compact, whichever edit produced it.
@@ -11,6 +12,8 @@ pub mod capacity;
 pub mod document;
 pub mod error;
 pub mod exit;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod heal;
 pub mod id;
 pub mod lock;

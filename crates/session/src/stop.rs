@@ -1,5 +1,13 @@
 //! `stop NAME` (50-session-cli §10): flag first, then kill, so the supervisor's post-spawn check sees the flag.
+//!
+//! A leased session also gets the lease outcome `stopped` (20-lease LS-6.3) in the same registry-lock section as
+//! the flag, before the kill: the audit then says an operator ended the work, and the reap that follows carries
+//! it into its `reaped` end record. Like every outcome it reads as `UNRESOLVED ASSIGNMENT (stopped)` in `ls` and
+//! `peers` (the box cannot say the work finished; the operator stopped it) until a clean exit, `rm` or the reap
+//! resolves the lease.
 
+use lease::{Expect, LeaseDir, Outcome};
+use registry::SessionName;
 use serde_json::Value;
 use view::{Context, KillResult};
 
@@ -14,7 +22,7 @@ pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError>
     if !ctx.paths.registry().exists() {
         return Err(SessionError::NoSuchSession(raw.to_owned()));
     }
-    let (ephemeral, flagged) = with_locked(ctx, out, |guard| {
+    let (ephemeral, flagged, lease_warning) = with_locked(ctx, out, |guard| {
         let mut doc = read_locked(guard)?;
         let Some(mut entry) = doc.entry_mut(&name) else { return Err(SessionError::NoSuchSession(raw.to_owned())) };
         let ephemeral = entry.view().ephemeral();
@@ -22,8 +30,11 @@ pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError>
         if flagged {
             write_locked(guard, &doc)?;
         }
-        Ok((ephemeral, flagged))
+        Ok((ephemeral, flagged, mark_stopped(ctx, &name)))
     })?;
+    if let Some(warning) = lease_warning {
+        out.warn(warning);
+    }
     match ctx.kill(&name) {
         KillResult::Failed(reason) if flagged => {
             return Err(SessionError::PartlyDone(messages::stopped_but_not_killed(raw, &reason)));
@@ -35,4 +46,15 @@ pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError>
     }
     out.line(&if ephemeral { messages::stopped_ephemeral(raw) } else { messages::stopped(raw) });
     Ok(())
+}
+
+/// LS-6.3: `mark_outcome(stopped)` against the gen the side file recorded (`Any` without one). No lease, an
+/// outcome already set (the first wins) or another gen change nothing; a lease error is one warning line.
+fn mark_stopped(ctx: &Context, name: &SessionName) -> Option<String> {
+    let expect = view::read::side_lease_gen(&ctx.paths, name).map_or(Expect::Any, Expect::Gen);
+    let leases = LeaseDir::new(ctx.paths.lease_dir());
+    leases
+        .mark_outcome(name, &Outcome::Stopped, &expect)
+        .err()
+        .map(|err| format!("lease of '{name}' not marked stopped: {err}"))
 }

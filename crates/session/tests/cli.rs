@@ -412,6 +412,78 @@ fn stop_flags_then_kills_with_the_right_message() {
         .stdout(predicate::str::contains("one-shot (--ephemeral), so the supervisor delists it within ~2s"));
 }
 
+/// A side file recording lease gen `lease_gen` for `name`, as the supervisor writes it at a spawn.
+fn side_file_with_gen(sb: &Sandbox, name: &str, lease_gen: &str) {
+    let dir = sb.state_dir().join("session");
+    fs::create_dir_all(&dir).unwrap();
+    let side = format!(r#"{{"launchSessionId":"0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90","leaseGen":"{lease_gen}"}}"#);
+    fs::write(dir.join(format!("{name}.json")), side + "\n").unwrap();
+}
+
+/// A tmux wrapper that copies `name`'s lease to `<root>/lease-at-kill.json` when `kill-session` runs, so a test
+/// can see what the lease said at the moment of the kill.
+fn copy_lease_at_kill(sb: &mut Sandbox, name: &str) -> std::path::PathBuf {
+    let snapshot = sb.root().join("lease-at-kill.json");
+    let wrapper = sb.root().join("bin/tmux-copy-at-kill");
+    let script = format!(
+        "#!/bin/sh\ncase \" $* \" in *\" kill-session \"*) cp '{lease}' '{snapshot}' ;; esac\nexec '{real}' \"$@\"\n",
+        lease = sb.lease_path(name).display(),
+        snapshot = snapshot.display(),
+        real = sb.env_var("AGENT_BOX_TMUX_BIN").unwrap().to_string_lossy(),
+    );
+    fs::write(&wrapper, script).unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    sb.set_env("AGENT_BOX_TMUX_BIN", &wrapper);
+    snapshot
+}
+
+/// 50 §10 step 5 (new), 20 LS-6.3: `stop` of a leased session marks the open lease `stopped` against the side
+/// file's gen, after the flag write and before the kill; it writes no end record (the reap does).
+#[test]
+fn stop_marks_an_open_lease_stopped_before_the_kill() {
+    let mut sb = Sandbox::new();
+    sb.write_registry(r#"{"version":1,"sessions":{"hook-s":{"agent":"tool","ephemeral":true}}}"#);
+    let lease_gen = sb.create_lease("hook-s");
+    side_file_with_gen(&sb, "hook-s", &lease_gen);
+    pane(&sb, "hook-s");
+    let at_kill = copy_lease_at_kill(&mut sb, "hook-s");
+    session(&sb, &["stop", "hook-s"]).code(0).stderr("");
+    let lease = sb.lease("hook-s").unwrap();
+    assert_eq!((&lease["outcome"], &lease["gen"]), (&json!("stopped"), &json!(lease_gen)));
+    assert!(lease["endedAt"].is_string(), "endedAt comes with the first outcome");
+    let seen: Value = serde_json::from_slice(&fs::read(at_kill).unwrap()).unwrap();
+    assert_eq!(seen["outcome"], json!("stopped"), "marked before the kill");
+    assert_eq!(sb.entry("hook-s").unwrap()["stopped"], json!(true));
+    assert!(!sb.is_live("hook-s"));
+    assert!(sb.hook_log().is_empty(), "stop writes no end record; the reap does");
+}
+
+/// The first outcome wins, a lease of another gen is never touched, and a lease with no side file is marked
+/// under `Any` (a pane started by the old supervisor).
+#[test]
+fn stop_keeps_a_first_outcome_and_never_touches_a_newer_gen() {
+    let sb = Sandbox::new();
+    sb.write_registry(
+        r#"{"version":1,"sessions":{"hook-d":{"agent":"tool","ephemeral":true},"hook-n":{"agent":"tool","ephemeral":true},"hook-a":{"agent":"tool","ephemeral":true}}}"#,
+    );
+    let died = sb.create_lease("hook-d");
+    side_file_with_gen(&sb, "hook-d", &died);
+    let leases = lease::LeaseDir::new(sb.state_dir().join("lease"));
+    let name = registry::SessionName::parse("hook-d").unwrap();
+    leases.mark_outcome(&name, &lease::Outcome::Died(1), &lease::Expect::Any).unwrap();
+    sb.create_lease("hook-n");
+    side_file_with_gen(&sb, "hook-n", "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f");
+    sb.create_lease("hook-a");
+    let before = fs::read(sb.lease_path("hook-n")).unwrap();
+    let died_before = fs::read(sb.lease_path("hook-d")).unwrap();
+    for name in ["hook-d", "hook-n", "hook-a"] {
+        session(&sb, &["stop", name]).code(0).stderr("");
+    }
+    assert_eq!(fs::read(sb.lease_path("hook-d")).unwrap(), died_before, "died:1 stays, endedAt unchanged");
+    assert_eq!(fs::read(sb.lease_path("hook-n")).unwrap(), before, "a newer gen is byte-identical");
+    assert_eq!(sb.lease("hook-a").unwrap()["outcome"], json!("stopped"), "no side file: Any");
+}
+
 #[test]
 fn restart_of_an_unlisted_live_session_kills_it() {
     let sb = Sandbox::new();

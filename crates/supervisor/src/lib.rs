@@ -9,7 +9,11 @@
 //!   same name carries over.
 //! - `new-session` answering "duplicate session" logs nothing: the pane appeared between the snapshot and the
 //!   spawn, and the next tick sees it running.
+//! - A supervisor killed between `new-session` and the side-file record (SUP-7.1 steps 5 and 7) leaves a live
+//!   pane nothing says was launched. The first tick of the next supervisor adopts such panes (`adopt.rs`, proposed
+//!   as 30 §2 step 6a and line L20), so a later kill of one is D12 (`vanished`), not a first spawn.
 
+mod adopt;
 pub mod backoff;
 pub mod cli;
 pub mod config;

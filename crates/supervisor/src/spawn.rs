@@ -158,7 +158,7 @@ impl Supervisor {
     }
 
     /// SUP-8.2 / LS-6.2: the epilogue's GEN argument and the `leaseGen` to record.
-    fn lease_argument(&self, name: &SessionName) -> (GenArg, Option<String>) {
+    pub(crate) fn lease_argument(&self, name: &SessionName) -> (GenArg, Option<String>) {
         match self.leases.read(name) {
             LeaseState::Absent => (GenArg::NoLease, None),
             LeaseState::Present(lease) => match lease.valid_gen() {
@@ -241,7 +241,7 @@ impl Supervisor {
         true
     }
 
-    fn record_side_file(&mut self, name: &SessionName, side: &SideFile) {
+    pub(crate) fn record_side_file(&mut self, name: &SessionName, side: &SideFile) {
         let path = self.config.paths.side_file(name);
         match side.write(&path) {
             Ok(()) => self.latches.write_failed.clear(name.as_str()),

@@ -80,6 +80,8 @@ pub struct Supervisor {
     pub(crate) quarantined_at: Option<i64>,
     /// When a spared orphan filter makes the filter sweep due again (SUP-10.3).
     pub(crate) filter_sweep_due: Option<i64>,
+    /// Live panes whose start no side file records are still to be adopted (§2 step 6a; `adopt.rs`).
+    pub(crate) adoption_due: bool,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -108,6 +110,7 @@ impl Supervisor {
             previous_server_pid: None,
             quarantined_at: None,
             filter_sweep_due: None,
+            adoption_due: true,
         }
     }
 
@@ -160,6 +163,7 @@ impl Supervisor {
         self.sweep(&mut tick, &doc);
         if let Some(snapshot) = tick.snapshot.clone() {
             self.previous_managed = snapshot.iter().filter(|n| doc.contains(n)).count();
+            self.adopt_unrecorded(&mut tick, &doc, &snapshot);
             let running = self.reconcile(&mut tick, &doc, &snapshot);
             self.heartbeat(&tick, &running);
         }

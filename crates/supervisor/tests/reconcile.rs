@@ -6,15 +6,22 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::{Mutex, MutexGuard};
 
 use agent_box_tests::fake_tmux::FakeTmux;
+use serde_json::json;
 use supervisor::Supervisor;
 use supervisor::config::Config;
 use supervisor::log::Log;
 
+/// The registry lock is one per process (a second section in the same process is refused as `AlreadyHeld`), so
+/// worlds whose ticks take it run one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 struct World {
     dir: tempfile::TempDir,
     fake: FakeTmux,
+    _turn: MutexGuard<'static, ()>,
 }
 
 impl World {
@@ -24,7 +31,8 @@ impl World {
         fs::create_dir_all(home.join(".config/agent-box")).unwrap();
         fs::write(home.join(".config/agent-box/sessions.json"), registry).unwrap();
         fs::write(dir.path().join("limit"), "8").unwrap();
-        Self { dir, fake: FakeTmux::default() }
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Self { dir, fake: FakeTmux::default(), _turn: turn }
     }
     fn home(&self) -> PathBuf {
         self.dir.path().join("home")
@@ -53,6 +61,23 @@ impl World {
         };
         let config = Config::from_lookup(env).unwrap();
         Supervisor::new(config, Box::new(self.fake.clone()), Log::capturing())
+    }
+    fn side_dir(&self) -> PathBuf {
+        self.home().join(".local/state/agent-box/session")
+    }
+    fn side_file(&self, name: &str, text: &str) {
+        fs::create_dir_all(self.side_dir()).unwrap();
+        fs::write(self.side_dir().join(format!("{name}.json")), format!("{text}\n")).unwrap();
+    }
+    fn read_side_file(&self, name: &str) -> Option<String> {
+        fs::read_to_string(self.side_dir().join(format!("{name}.json"))).ok()
+    }
+    /// A live pane `name` whose session environment holds `AGENT_BOX_SESSION_ID=launch` when given.
+    fn live_pane(&self, name: &str, launch: Option<&str>) {
+        let mut state = self.fake.state();
+        state.live.push(name.into());
+        let env = launch.map(|id| vec![("AGENT_BOX_SESSION_ID".to_owned(), id.to_owned())]).unwrap_or_default();
+        state.env.insert(name.into(), env);
     }
     fn lines_with(supervisor: &Supervisor, needle: &str) -> usize {
         supervisor.log().lines().iter().filter(|l| l.contains(needle)).count()
@@ -136,10 +161,50 @@ fn sup_6_2_a_refused_pre_check_logs_one_l5_and_skips_preparation() {
 fn sup_4_1_an_idle_tick_asks_tmux_once_and_writes_nothing() {
     let world = World::new(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
     world.fake.state().live.push("a".into());
+    world.side_file("a", &format!(r#"{{"launchSessionId":"{LAUNCH_A}"}}"#));
     let before = fs::metadata(world.registry()).unwrap().modified().unwrap();
     let mut supervisor = world.supervisor();
     supervisor.tick();
     supervisor.tick();
     assert_eq!(world.fake.state().calls, ["ensure", "ensure"]);
     assert_eq!(fs::metadata(world.registry()).unwrap().modified().unwrap(), before);
+}
+
+const LAUNCH_A: &str = "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90";
+const LAUNCH_C: &str = "1c7f4d1f-7b62-4c9f-8b4f-3a8e2d5f6b01";
+const BOX_ID_D: &str = "2d8a5e2a-8c73-4da0-9c5a-4b9f3e6a7c12";
+
+/// 30 §2 step 6a (new): the first tick records live panes of listed, unstopped entries whose side file has no
+/// launch id, with the launch id of the pane's environment (else a UUID `boxSessionId`) and the lease gen, and
+/// writes the mirrors of a first spawn; stopped entries, recorded panes and panes with no knowable id are left
+/// alone, and later ticks never ask again.
+#[test]
+fn sup_2_6a_unrecorded_live_panes_are_adopted_once_at_start_up() {
+    let world = World::new(&format!(
+        r#"{{"version":1,"sessions":{{"a":{{"agent":"tool","initialPrompt":"go"}},"b":{{"agent":"tool","stopped":true}},"c":{{"agent":"tool"}},"d":{{"agent":"tool","hasRun":true,"boxSessionId":"{BOX_ID_D}"}},"e":{{"agent":"tool"}}}}}}"#
+    ));
+    world.live_pane("a", Some(LAUNCH_A));
+    world.live_pane("b", Some(LAUNCH_A));
+    world.live_pane("c", Some(LAUNCH_A));
+    world.live_pane("d", None);
+    world.live_pane("e", Some("not-a-uuid"));
+    world.side_file("c", &format!(r#"{{"launchSessionId":"{LAUNCH_C}"}}"#));
+    let leases = lease::LeaseDir::new(world.home().join(".local/state/agent-box/lease"));
+    let lease_gen = leases.create(&registry::SessionName::parse("a").unwrap(), "github:x/y", None, None).unwrap();
+    let mut supervisor = world.supervisor();
+    supervisor.tick();
+    let side_a = format!(r#"{{"launchSessionId":"{LAUNCH_A}","leaseGen":"{lease_gen}"}}"#);
+    assert_eq!(world.read_side_file("a"), Some(format!("{side_a}\n")));
+    assert_eq!(world.read_side_file("b"), None, "a stopped entry is not adopted");
+    assert_eq!(world.read_side_file("c"), Some(format!(r#"{{"launchSessionId":"{LAUNCH_C}"}}"#) + "\n"));
+    assert_eq!(world.read_side_file("d"), Some(format!(r#"{{"launchSessionId":"{BOX_ID_D}"}}"#) + "\n"));
+    assert_eq!(world.read_side_file("e"), None, "no knowable launch id");
+    let doc: serde_json::Value = serde_json::from_slice(&fs::read(world.registry()).unwrap()).unwrap();
+    let a = &doc["sessions"]["a"];
+    assert_eq!((&a["hasRun"], &a["boxSessionId"], &a["initialPrompt"]), (&json!(true), &json!(LAUNCH_A), &json!(null)));
+    assert_eq!(World::lines_with(&supervisor, "was already running but its start was never recorded"), 2);
+    let asked = world.fake.calls("env");
+    supervisor.tick();
+    assert_eq!(world.fake.calls("env"), asked, "only the first tick looks");
+    assert_eq!(world.fake.calls("new"), 0);
 }

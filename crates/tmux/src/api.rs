@@ -61,6 +61,10 @@ pub trait TmuxApi {
     /// Expands `format` for the session's current pane; `NoSuchSession` when it does not exist.
     fn display(&self, name: &SessionName, format: &str) -> Result<String, TmuxError>;
 
+    /// Variable `key` of the session's environment (where `new-session -e` puts it); `None` when it is not set.
+    /// `NoSuchSession` when the session does not exist.
+    fn session_environment(&self, name: &SessionName, key: &str) -> Result<Option<String>, TmuxError>;
+
     /// The session of `pane`, or of the caller's `$TMUX` when `None` (`peers` self-exclusion only:
     /// the one call that keeps `TMUX` and `TMUX_PANE` in the child's environment).
     fn current_session(&self, pane: Option<&str>) -> Result<String, TmuxError>;

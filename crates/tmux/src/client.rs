@@ -159,6 +159,19 @@ impl TmuxApi for Tmux {
         Ok(self.on_socket(commands::display(name, format), CallerPane::Strip)?.lines().join("\n"))
     }
 
+    /// tmux answers `KEY=value`, or `-KEY` for a variable removed from the session; an unset one is the error
+    /// `unknown variable: KEY` (measured on 3.3a).
+    fn session_environment(&self, name: &SessionName, key: &str) -> Result<Option<String>, TmuxError> {
+        match self.on_socket(commands::show_environment(name, key), CallerPane::Strip) {
+            Ok(answer) => {
+                let prefix = format!("{key}=");
+                Ok(answer.lines().into_iter().find_map(|line| line.strip_prefix(&prefix).map(str::to_owned)))
+            }
+            Err(TmuxError::Failed { stderr, .. }) if stderr.starts_with("unknown variable") => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
     /// Without a pane and without `$TMUX` the caller is not inside tmux, and tmux would name the most
     /// recent session instead (50-session-cli §5.2), so it is not asked. An unknown pane makes
     /// display-message answer an empty line with exit 0 (measured on 3.3a); both are "no such session".

@@ -115,6 +115,11 @@ pub(crate) fn display(name: &SessionName, format: &str) -> Vec<OsString> {
     command
 }
 
+/// `show-environment -t =NAME KEY`: the key is ours (a constant), never data.
+pub(crate) fn show_environment(name: &SessionName, key: &str) -> Vec<OsString> {
+    vec!["show-environment".into(), "-t".into(), exact_session(name), key.into()]
+}
+
 /// Without a pane, tmux answers for the session in `$TMUX`; the pane id is data, so it is escaped.
 pub(crate) fn current_session(pane: Option<&str>) -> Vec<OsString> {
     let mut command = words(&["display-message", "-p"]);

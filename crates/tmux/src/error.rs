@@ -85,8 +85,9 @@ pub(crate) enum StderrKind {
 const NO_SERVER_TEXTS: [&str; 3] = ["no server running", "no sessions", "No such file or directory"];
 
 /// Texts meaning "the target session does not exist". tmux 3.3a says `no current target` instead of
-/// `can't find session` when the server is up with zero sessions (measured), which is the same answer.
-const SESSION_MISSING_TEXTS: [&str; 2] = ["can't find session", "no current target"];
+/// `can't find session` when the server is up with zero sessions, and `show-environment` says
+/// `no such session: =NAME` (both measured), which are the same answer.
+const SESSION_MISSING_TEXTS: [&str; 3] = ["can't find session", "no current target", "no such session"];
 
 const DUPLICATE_SESSION_TEXT: &str = "duplicate session";
 
@@ -139,6 +140,7 @@ mod tests {
             ("no sessions", StderrKind::NoServer),
             ("can't find session: a", StderrKind::SessionMissing),
             ("no current target", StderrKind::SessionMissing),
+            ("no such session: =a", StderrKind::SessionMissing),
             ("duplicate session: a", StderrKind::DuplicateSession),
             ("server exited unexpectedly", StderrKind::Other),
             ("open terminal failed: not a terminal", StderrKind::Other),

@@ -177,6 +177,21 @@ fn session_lifecycle() {
 }
 
 #[test]
+fn session_environment_reads_what_new_session_set() {
+    let sandbox = Sandbox::new();
+    let tmux = sandbox.real();
+    let mut request = sleeper("a", &sandbox.dir);
+    request.env = vec![("AGENT_BOX_SESSION_ID".into(), "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90".into())];
+    tmux.new_session(&request).unwrap();
+    tmux.new_session(&sleeper("a1", &sandbox.dir)).unwrap();
+    let id = tmux.session_environment(&name("a"), "AGENT_BOX_SESSION_ID");
+    assert_eq!(id, Ok(Some("0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90".to_owned())));
+    assert_eq!(tmux.session_environment(&name("a1"), "AGENT_BOX_SESSION_ID"), Ok(None), "unset");
+    assert_eq!(tmux.session_environment(&name("b"), "AGENT_BOX_SESSION_ID"), Err(TmuxError::NoSuchSession));
+    assert_eq!(tmux.session_environment(&name("a"), "AGENT_BOX_SESSION_I"), Ok(None), "an exact key");
+}
+
+#[test]
 fn duplicate_session_is_refused() {
     let sandbox = Sandbox::new();
     let tmux = sandbox.real();

@@ -1,5 +1,9 @@
 //! The `leases` listing as a model (50-session-cli §7.1–7.2): every assignment lease, unresolved and unreadable
 //! ones first. Read without a lock; a missing lease directory simply has no rows.
+//!
+//! Every non-empty outcome is unresolved, `stopped` included: an operator's `stop` ends the session, but the box
+//! still cannot say the work finished, so that lease is listed in the first group with the crashes and vanished
+//! panes until the reap, a clean exit or `rm` resolves it.
 
 use std::cmp::Ordering;
 

@@ -90,6 +90,14 @@ pub fn supervisor_status(paths: &Paths) -> agent_box_types::report::SupervisorSt
     }
 }
 
+/// The lease gen the supervisor recorded in `name`'s side file at its last spawn (`leaseGen`, UUID-shaped), the
+/// expectation an operator's `stop` marks the lease against (20-lease LS-6.3); `None` when there is none.
+pub fn side_lease_gen(paths: &Paths, name: &SessionName) -> Option<lease::Gen> {
+    let bytes = std::fs::read(paths.side_file(name)).ok()?;
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(&bytes) else { return None };
+    map.get("leaseGen").and_then(Value::as_str).and_then(lease::Gen::parse)
+}
+
 /// True when `a` and `b` name the same file (device and inode); false when either cannot be examined.
 pub fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;

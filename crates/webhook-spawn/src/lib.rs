@@ -11,6 +11,8 @@
 pub mod claim;
 pub mod cli;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod inputs;
 pub mod messages;
 pub mod name;

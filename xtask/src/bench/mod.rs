@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: measures the quality bars of spec 90 (sections `epilogue`, `tick`, `add`, `rmw`,
-//! `crash`, and `golden`, the time of one whole golden render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
+//! `crash`, `faults`, and `golden`, the time of one whole golden render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
 //! `target/bench/report.json`. Exit 0; with `--enforce` 100 when a bar that applies here fails; 96 when the
 //! setup or a section cannot run.
 
@@ -9,6 +9,7 @@ mod crash;
 mod epilogue;
 mod facts;
 mod fail;
+mod faults;
 mod golden;
 mod interrupt;
 mod procfs;
@@ -120,10 +121,7 @@ impl Bench {
 /// Runs bench and returns the exit code.
 pub fn run(args: &BenchArgs) -> u8 {
     let sections = selected(&args.filter);
-    if sections.contains(&Section::Faults) {
-        println!("bench: faults: not implemented yet");
-    }
-    let measured: Vec<Section> = sections.into_iter().filter(|s| *s != Section::Faults).collect();
+    let measured = sections;
     if measured.is_empty() {
         println!("bench: nothing to measure");
         return exit::SUCCESS;
@@ -195,7 +193,7 @@ fn run_section(section: Section, bench: &Bench, metrics: &mut Vec<Metric>) -> Ou
         Section::Add => add::run(bench, metrics),
         Section::Rmw => rmw::run(bench, metrics),
         Section::Crash => crash::run(bench, metrics),
-        Section::Faults => Ok(()),
+        Section::Faults => faults::run(bench, metrics),
         Section::Golden => golden::run(bench, metrics),
     });
     catch_unwind(body).unwrap_or_else(|payload| {

@@ -1,7 +1,7 @@
 //! `golden/documents/`: the files the programs write, after each step of one scripted life in a slot (the real
 //! epilogue, baked for the slot, writes what it writes on a box): the registry after add, first spawn, stop,
-//! restart, a clean exit, a crash and rm; a lease after create, heartbeat, a crash and a vanished pane; and the
-//! hook log after one record of each kind. Every step is a single command or one `--once` tick, so the
+//! restart, a clean exit, a crash and rm; a lease after create, heartbeat, a crash, a vanished pane and an
+//! operator's stop; and the hook log after one record of each kind. Every step is a single command or one `--once` tick, so the
 //! documents do not depend on timing.
 
 use std::fs;
@@ -110,6 +110,11 @@ fn lease_steps(world: &World, out: &mut Artefacts) {
     world.sb.kill_pane(&lost);
     once(world);
     lease_as(world, &lost, "vanished", out);
+
+    let stopped = dispatch(world, "assigned", out);
+    once(world);
+    ok(world, &session(&["stop", &stopped]));
+    lease_as(world, &stopped, "stopped", out);
 
     let finished = dispatch(world, "fallback", out);
     epilogue(world, &[&finished, "0", &lease_gen(world, &finished)]);

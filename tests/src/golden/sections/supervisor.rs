@@ -6,6 +6,8 @@ use std::fs;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use registry::SessionName;
+use tmux::{NewSession, TmuxApi};
 
 use crate::golden::artefacts::Artefacts;
 use crate::golden::capture::Invocation;
@@ -71,18 +73,26 @@ const TOOL_A: &str = r#"{"agent": "tool", "extraArgs": ["--as", "a"]}"#;
 const TOOL_B: &str = r#"{"agent": "tool", "extraArgs": ["--as", "b"]}"#;
 const PARKED_SEED: &str = r#"{"version": 1, "sessions": {"parked": {"agent": "tool", "stopped": true}}}"#;
 
-/// One `--once` case: its file name, the registry (None: missing), the seed, and extra variables.
+/// One `--once` case: its file name, the registry (None: missing), the seed, and extra variables; `adopt` starts
+/// a pane for entry `a` by hand, with this launch id in its environment and no side file (L20).
 struct OnceCase {
     file: &'static str,
     registry: Option<String>,
     seed: &'static str,
     env: Vec<(&'static str, String)>,
     hold_lock: bool,
+    adopt: Option<&'static str>,
 }
 
 fn once_cases() -> Vec<OnceCase> {
-    let case =
-        |file, registry: Option<String>| OnceCase { file, registry, seed: PARKED_SEED, env: vec![], hold_lock: false };
+    let case = |file, registry: Option<String>| OnceCase {
+        file,
+        registry,
+        seed: PARKED_SEED,
+        env: vec![],
+        hold_lock: false,
+        adopt: None,
+    };
     let empty = Some(registry(&[]));
     let with_env = |file, registry: Option<String>, key: &'static str, value: &str| OnceCase {
         env: vec![(key, value.to_owned())],
@@ -110,6 +120,10 @@ fn once_cases() -> Vec<OnceCase> {
             Some(registry(&[("c", r#"{"agent": "codex", "remoteControl": true, "extraArgs": ["--as", "c"]}"#)])),
         ),
         with_env("L19", empty, "AGENT_BOX_REGISTRY_LOCK_FD", "9"),
+        OnceCase {
+            adopt: Some("0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90"),
+            ..case("L20", Some(registry(&[("a", TOOL_A)])))
+        },
     ]
 }
 
@@ -125,6 +139,9 @@ fn log_lines(out: &mut Artefacts) {
         let mut inv = supervisor().arg("--once");
         for (key, value) in &case.env {
             inv = inv.env(key, value.replace("@ROOT@", &root));
+        }
+        if let Some(launch_id) = case.adopt {
+            unrecorded_pane(&world, "a", launch_id);
         }
         let held = case.hold_lock.then(|| world.sb.hold_registry_lock());
         out.capture(&format!("supervisor/log/{}.txt", case.file), &world, &inv);
@@ -153,6 +170,17 @@ fn refusals(out: &mut Artefacts) {
     out.capture("supervisor/log/already-running.txt", &world, &supervisor().arg("--once"));
     world.sb.signal(pid, Signal::SIGTERM);
     let _ = world.sb.wait_exit(pid, Duration::from_secs(30));
+}
+
+/// A pane for listed entry `name` as a spawn whose supervisor died before its record leaves it (30 §2 step 6a).
+fn unrecorded_pane(world: &World, name: &str, launch_id: &str) {
+    let request = NewSession {
+        name: SessionName::parse(name).unwrap(),
+        cwd: world.sb.home().to_path_buf(),
+        env: vec![("AGENT_BOX_SESSION_ID".into(), launch_id.into())],
+        argv: vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()],
+    };
+    world.sb.tmux().new_session(&request).unwrap();
 }
 
 /// L18: the loop started, then SIGTERM once it has logged L1.

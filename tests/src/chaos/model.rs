@@ -1,0 +1,135 @@
+//! The expected state of every lease incarnation, derived from the spec as the driver acts (20-lease §5/§6,
+//! 30-supervisor §8/§10, 50 §9/§10): what its lease file says, which end lines the hook log holds for it, whether
+//! its entry is listed, and how often its agent has at least started.
+
+/// How one incarnation should look right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    /// `None`: no lease of this gen; `Some(outcome)`: the lease, with that outcome (`None` = open).
+    pub lease: Option<Option<String>>,
+    /// The end lines of this life, in order: `(how, outcome)`.
+    pub ends: Vec<(String, Option<String>)>,
+    /// The entry is listed (checked only for the newest incarnation of a name).
+    pub listed: bool,
+}
+
+/// One life of a dispatched session: a name with one lease gen.
+#[derive(Debug, Clone)]
+pub struct Incarnation {
+    pub name: String,
+    /// The fake agent's own name (`--as`), which counts its starts and reads its control file.
+    pub agent: String,
+    pub lease_gen: String,
+    pub expected: Expected,
+    /// The agent has started at least this often.
+    pub min_starts: usize,
+    /// The pane is a post-mortem shell (the agent crashed and the pane was kept).
+    pub post_mortem: bool,
+    /// A later incarnation took over the name.
+    pub superseded: bool,
+}
+
+impl Incarnation {
+    /// A session webhook-spawn just accepted: an open lease, listed, to be started once.
+    pub fn dispatched(name: &str, agent: &str, lease_gen: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            agent: agent.to_owned(),
+            lease_gen: lease_gen.to_owned(),
+            expected: Expected { lease: Some(None), ends: Vec::new(), listed: true },
+            min_starts: 1,
+            post_mortem: false,
+            superseded: false,
+        }
+    }
+
+    fn outcome(&self) -> Option<String> {
+        self.expected.lease.clone().flatten()
+    }
+
+    /// The lease gets `outcome` unless it already has one (LS-5.3: the first outcome wins).
+    fn mark(&mut self, outcome: &str) {
+        if let Some(current @ None) = &mut self.expected.lease {
+            *current = Some(outcome.to_owned());
+        }
+    }
+
+    /// The agent exited 0: `exited` is logged before the lease is deleted (LS-5.5); the parked entry is reaped with
+    /// no second line (SUP-10.1: no lease is left).
+    pub fn exit_clean(&mut self) {
+        self.expected.ends.push(("exited".into(), self.outcome()));
+        self.expected.lease = None;
+        self.expected.listed = false;
+    }
+
+    /// The agent exited `status`: `died:N` unless an outcome was there, then the line with the outcome after the
+    /// mark (LS-5.4); the entry stays with its post-mortem pane.
+    pub fn crash(&mut self, status: u32) {
+        self.mark(&format!("died:{status}"));
+        self.expected.ends.push((format!("died:{status}"), self.outcome()));
+        self.post_mortem = true;
+    }
+
+    /// The pane of a running agent vanished: `vanished` (SUP-8.1), and the supervisor starts it again.
+    pub fn pane_vanished(&mut self) {
+        self.mark("vanished");
+        self.min_starts += 1;
+    }
+
+    /// The tmux server went away: a running pane vanished; a post-mortem pane is a crash already recorded, so the
+    /// entry is respawned without a mark (D11).
+    pub fn server_killed(&mut self) {
+        if self.post_mortem {
+            self.post_mortem = false;
+            self.min_starts += 1;
+        } else {
+            self.pane_vanished();
+        }
+    }
+
+    /// `rm`: the `rm` line before the lease is deleted (LS-5.5), the entry delisted.
+    pub fn rm(&mut self) {
+        self.expected.ends.push(("rm".into(), self.outcome()));
+        self.expected.lease = None;
+        self.expected.listed = false;
+    }
+
+    /// `stop` of the ephemeral entry: `stopped` on an open lease (LS-6.3), then the reap logs `reaped` with that
+    /// outcome and deletes the lease (SUP-10.1).
+    pub fn stop(&mut self) {
+        self.mark("stopped");
+        self.expected.ends.push(("reaped".into(), self.outcome()));
+        self.expected.lease = None;
+        self.expected.listed = false;
+    }
+
+    /// True while its pane is up in the model (a running agent or a post-mortem shell).
+    pub fn pane_expected(&self) -> bool {
+        self.expected.listed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_outcome_wins_and_lines_carry_it() {
+        let mut inc = Incarnation::dispatched("hook-a-0000", "a", "g");
+        inc.server_killed();
+        inc.crash(3);
+        inc.rm();
+        assert_eq!(inc.expected.lease, None);
+        assert_eq!(
+            inc.expected.ends,
+            [("died:3".to_owned(), Some("vanished".to_owned())), ("rm".to_owned(), Some("vanished".to_owned()))]
+        );
+        let mut stopped = Incarnation::dispatched("hook-b-0000", "b", "g");
+        stopped.stop();
+        assert_eq!(stopped.expected.ends, [("reaped".to_owned(), Some("stopped".to_owned()))]);
+        let mut crashed = Incarnation::dispatched("hook-c-0000", "c", "g");
+        crashed.crash(2);
+        crashed.server_killed();
+        assert_eq!((crashed.expected.lease.clone(), crashed.min_starts), (Some(Some("died:2".to_owned())), 2));
+    }
+}

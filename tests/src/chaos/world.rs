@@ -1,0 +1,220 @@
+//! The private world of a chaos run: a slot sandbox (real baked epilogue) under umask 022, the real supervisor
+//! behind a tmux wrapper that logs every call and, when armed, SIGKILLs the supervisor right after its next
+//! `new-session`, fake agents that poll their control file, and a hook log filled close to its trim bound.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use registry::SessionName;
+use serde_json::Value;
+use tmux::TmuxApi;
+
+use crate::fixtures::with_stdin;
+use crate::sandbox::Sandbox;
+
+/// Lines the hook log holds before the run, so every run crosses the 400-line trim (LS-8.5) a few lines in.
+pub const PREFILLED_LOG_LINES: usize = 395;
+
+/// The sandbox and the supervisor of a run.
+#[derive(Debug)]
+pub struct World {
+    pub sb: Sandbox,
+    supervisor: Option<u32>,
+    /// When the supervisor was seen dead, so it is restarted after a short pause.
+    died_at: Option<Instant>,
+    pub supervisor_kills: usize,
+    pub kills_at_spawn: usize,
+}
+
+impl World {
+    pub fn new(limit: usize) -> Self {
+        let mut sb = Sandbox::in_slot();
+        sb.set_umask(0o022);
+        sb.set_limit(&limit.to_string());
+        chaos_tmux(&mut sb);
+        prefill_log(&sb);
+        registry::ensure_private_dir(sb.registry().parent().unwrap()).unwrap();
+        // The registry exists from the start, so the sampler may count every read that is not Valid.
+        fs::write(sb.registry(), registry::document::EMPTY_DOCUMENT).unwrap();
+        fs::set_permissions(sb.registry(), fs::Permissions::from_mode(0o600)).unwrap();
+        fs::write(sb.root().join("seed.json"), r#"{"version":1,"sessions":{}}"#).unwrap();
+        registry::ensure_private_dir(&sb.home().join(".local/state/local-webhook")).unwrap();
+        let mut world = Self { sb, supervisor: None, died_at: None, supervisor_kills: 0, kills_at_spawn: 0 };
+        world.supervisor = Some(world.sb.start_supervisor());
+        world
+    }
+
+    fn trigger(&self) -> PathBuf {
+        self.sb.root().join("kill-supervisor-at-next-spawn")
+    }
+
+    /// Arms the wrapper: the supervisor dies right after its next successful `new-session`.
+    pub fn arm_kill_at_spawn(&mut self) {
+        fs::write(self.trigger(), b"").unwrap();
+    }
+
+    pub fn kill_supervisor(&mut self) {
+        if let Some(pid) = self.supervisor {
+            self.sb.signal(pid, Signal::SIGKILL);
+            self.supervisor_kills += 1;
+        }
+    }
+
+    /// Restarts a supervisor that died (a kill, or the armed wrapper) once it has been gone for `pause`.
+    pub fn keep_supervisor(&mut self, pause: Duration) {
+        let Some(pid) = self.supervisor else { return };
+        if self.sb.exited(pid).is_none() {
+            return;
+        }
+        let died_at = *self.died_at.get_or_insert_with(Instant::now);
+        if died_at.elapsed() >= pause {
+            self.died_at = None;
+            let _ = fs::remove_file(self.trigger());
+            if fs::remove_file(self.trigger().with_extension("fired")).is_ok() {
+                self.kills_at_spawn += 1;
+            }
+            self.supervisor = Some(self.sb.start_supervisor());
+        }
+    }
+
+    /// True when a supervisor process is running.
+    pub fn supervisor_up(&self) -> bool {
+        self.supervisor.is_some_and(|pid| self.sb.exited(pid).is_none())
+    }
+
+    pub fn kill_server(&self) {
+        let _ = self.sb.tmux().kill_server();
+    }
+
+    /// `agent-box-webhook-spawn` for key `chaos/<label>`, whose agent is `--as <agent>`; its exit code.
+    pub fn dispatch(&self, label: &str, agent: &str, number: usize) -> i32 {
+        self.sb.agent(agent).control("poll");
+        let mut cmd = self.sb.cmd("agent-box-webhook-spawn");
+        cmd.env("LOCAL_WEBHOOK_SPAWN_KEY", format!("chaos/{label}"))
+            .env("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:chaos/*")
+            .env("LOCAL_WEBHOOK_SPAWN_EVENT", "issues")
+            .env("LOCAL_WEBHOOK_SPAWN_COUNT", "1")
+            .env("LOCAL_WEBHOOK_SPAWN_META", format!(r#"{{"number":"{number}"}}"#))
+            .env("AGENT_BOX_HOOK_SESSION_ARGS", format!(r#"["--as","{agent}"]"#));
+        let out = with_stdin(cmd, format!("[github] issue #{number} opened\n"));
+        out.get_output().status.code().unwrap_or(-1)
+    }
+
+    /// The name webhook-spawn minted for `chaos/<label>`, if it is listed.
+    pub fn minted(&self, label: &str) -> Option<String> {
+        let prefix = format!("hook-chaos-{label}-");
+        let doc = registry::read(&self.sb.registry()).document_or_empty()?;
+        doc.names().find(|n| n.strip_prefix(&prefix).is_some_and(|rest| rest.len() == 4)).map(str::to_owned)
+    }
+
+    /// The gen of `name`'s lease, if it has one.
+    pub fn lease_gen(&self, name: &str) -> Option<String> {
+        self.sb.lease(name).and_then(|l| l["gen"].as_str().map(str::to_owned))
+    }
+
+    /// Runs an `agent-box-session` verb; its exit code.
+    pub fn session(&self, args: &[&str]) -> i32 {
+        let mut cmd = self.sb.cmd("agent-box-session");
+        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        cmd.status().ok().and_then(|s| s.code()).unwrap_or(-1)
+    }
+
+    pub fn kill_pane(&self, name: &str) {
+        let _ = self.sb.tmux().kill_session(&SessionName::parse(name).unwrap());
+    }
+
+    /// Makes agent `agent` exit with `status` (it polls its control file every second).
+    pub fn exit_agent(&self, agent: &str, status: u32) {
+        self.sb.agent(agent).control(&format!("exit-now {status}"));
+    }
+
+    /// A second life of `name`, made the way webhook-spawn makes one (lease first, then the entry, then the spawn
+    /// line), with the old pane's epilogues `1 G` and `0 G` arriving between the lease and the entry. Returns the
+    /// new gen, or why the late epilogues touched something.
+    pub fn reuse(&self, name: &str, agent: &str, old_gen: &str) -> Result<String, String> {
+        let key = SessionName::parse(name).unwrap();
+        let paths = self.sb.paths();
+        let leases = lease::LeaseDir::new(paths.lease_dir());
+        let log = lease::HookLog::new(paths.hook_log());
+        let new_gen = leases.create(&key, "github:chaos/reused", Some("1"), Some(&log)).map_err(|e| e.to_string())?;
+        // Other sessions log meanwhile; only this name's lines and its lease must stay as they were.
+        let own_lines = || {
+            let text = fs::read_to_string(paths.hook_log()).unwrap_or_default();
+            let needle = format!("\"name\":\"{name}\"");
+            text.lines().filter(|l| l.contains(&needle)).map(str::to_owned).collect::<Vec<_>>()
+        };
+        let before = (fs::read(leases.lease_path(&key)).ok(), own_lines());
+        for status in ["1", "0"] {
+            let mut late = Command::new(self.sb.epilogue());
+            late.args([name, status, old_gen]).env_clear().stdin(Stdio::null());
+            let _ = late.output();
+        }
+        let after = (fs::read(leases.lease_path(&key)).ok(), own_lines());
+        // A trim may drop old lines meanwhile; what matters is that no line of this name appeared.
+        if before.0 != after.0 || after.1.iter().any(|l| !before.1.contains(l)) {
+            return Err(format!("a late epilogue of gen {old_gen} changed the lease or the log of {name}"));
+        }
+        self.sb.agent(agent).control("poll");
+        let entry = crate::fixtures::tool(serde_json::json!({"ephemeral": true, "extraArgs": ["--as", agent]}));
+        self.sb.add_entry(name, entry);
+        let record = lease::SpawnRecord {
+            name: &key,
+            topic: "github:chaos/reused",
+            event: "issues",
+            object: Some("1"),
+            count: Some(1),
+        };
+        let _ = log.append_spawn(&record);
+        Ok(new_gen.to_string())
+    }
+
+    /// `{"used": U, "max": M}` of `agent-box-session capacity`: the used count.
+    pub fn used(&self) -> Option<usize> {
+        let out = self.sb.cmd("agent-box-session").arg("capacity").stdin(Stdio::null()).output().ok()?;
+        let value: Value = serde_json::from_slice(&out.stdout).ok()?;
+        value["used"].as_u64().and_then(|u| usize::try_from(u).ok())
+    }
+
+    /// The launch id the side file records for `name`.
+    pub fn recorded(&self, name: &str) -> bool {
+        let side: Option<Value> = fs::read(self.sb.side_file(name)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        side.is_some_and(|s| s["launchSessionId"].is_string())
+    }
+}
+
+/// The counting wrapper of 80 I10, which also SIGKILLs its caller after a successful `new-session` while the
+/// trigger file exists (claimed with one atomic rename, so it fires once).
+fn chaos_tmux(sb: &mut Sandbox) {
+    let real = PathBuf::from(sb.env_var("AGENT_BOX_TMUX_BIN").unwrap());
+    let wrapper = sb.root().join("bin/tmux-chaos");
+    let trigger = sb.root().join("kill-supervisor-at-next-spawn");
+    let text = format!(
+        "#!/bin/sh\nprintf '%s %s\\n' \"$PPID\" \"$*\" >> '{log}'\n'{real}' \"$@\"; s=$?\ncase \" $* \" in *\" new-session \"*) [ \"$s\" -eq 0 ] && mv '{t}' '{fired}' 2>/dev/null && kill -KILL \"$PPID\" ;; esac\nexit $s\n",
+        log = sb.root().join("tmux.log").display(),
+        real = real.display(),
+        t = trigger.display(),
+        fired = trigger.with_extension("fired").display(),
+    );
+    fs::write(&wrapper, text).unwrap();
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    sb.set_env("AGENT_BOX_TMUX_BIN", wrapper);
+}
+
+/// Old end lines of other names, so the run's own appends cross the trim bound.
+fn prefill_log(sb: &Sandbox) {
+    let state = sb.state_dir();
+    registry::ensure_private_dir(&state).unwrap();
+    let line = |i: usize| {
+        format!(
+            "{{\"at\":\"2001-01-01T00:00:00Z\",\"what\":\"end\",\"name\":\"hook-prefill-{i:04}\",\"how\":\"swept\",\"lifeSeconds\":null,\"outcome\":null}}\n"
+        )
+    };
+    let text: String = (0..PREFILLED_LOG_LINES).map(line).collect();
+    let path = state.join("hook-sessions.jsonl");
+    fs::write(&path, text).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+}
