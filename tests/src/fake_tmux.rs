@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use registry::SessionName;
-use tmux::{Killed, NewSession, Snapshot, TmuxApi, TmuxError};
+use tmux::{Killed, NewSession, Snapshot, TmuxApi, TmuxError, WakeHook};
 
 /// What the fake server holds, answers and was asked.
 pub struct FakeState {
@@ -20,12 +20,14 @@ pub struct FakeState {
     pub current: Result<String, TmuxError>,
     /// The socket path the adapter reports.
     pub socket: PathBuf,
-    /// `ensure`, `list`, `new NAME`, `kill NAME`, in call order.
+    /// `ensure`, `list`, `new NAME`, `kill NAME`, `hook`, in call order.
     pub calls: Vec<String>,
     /// The server pid `ensure_server_and_list` reports (a test changes it to fake a restarted server).
     pub server_pid: Option<u32>,
     /// Runs inside `new_session` (before the session appears), e.g. while the supervisor holds the lock.
     pub during_new: Option<Box<dyn Fn()>>,
+    /// When set, `set_wake_hook` fails with this error (a tmux without the hook).
+    pub hook_refusal: Option<TmuxError>,
 }
 
 impl Default for FakeState {
@@ -38,6 +40,7 @@ impl Default for FakeState {
             calls: Vec::new(),
             server_pid: Some(4242),
             during_new: None,
+            hook_refusal: None,
         }
     }
 }
@@ -136,6 +139,14 @@ impl TmuxApi for FakeTmux {
     }
     fn set_global_option(&self, _: &str, _: &str) -> Result<(), TmuxError> {
         Ok(())
+    }
+    fn set_wake_hook(&self, _: &WakeHook) -> Result<(), TmuxError> {
+        let mut state = self.state();
+        state.calls.push("hook".to_owned());
+        match state.unreachable.as_ref().or(state.hook_refusal.as_ref()) {
+            Some(err) => Err(err.clone()),
+            None => Ok(()),
+        }
     }
     fn show_global_option(&self, _: &str) -> Result<Option<String>, TmuxError> {
         Ok(None)
