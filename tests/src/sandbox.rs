@@ -54,6 +54,14 @@ impl Sandbox {
         Self::build(root, Some(temp), None, epilogue, HOME_UNDER_ROOT)
     }
 
+    /// [`Sandbox::new`] whose products get `epilogue` as `AGENT_BOX_MARK_STOPPED` (bench's epilogue section, which has
+    /// a baked one and builds no other product).
+    pub fn with_epilogue(epilogue: PathBuf) -> Self {
+        let temp = tempfile::Builder::new().prefix("abs-").tempdir().unwrap();
+        let root = temp.path().to_path_buf();
+        Self::build(root, Some(temp), None, epilogue, HOME_UNDER_ROOT)
+    }
+
     /// [`Sandbox::new`] with HOME at `<root>/<home>` instead of `<root>/home/agent`: a HOME whose name holds text a
     /// shell or tmux would read as syntax, for the scenarios that prove it is only ever data.
     pub fn with_home(home: &str) -> Self {
