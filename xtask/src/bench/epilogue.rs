@@ -333,7 +333,8 @@ fn peak_rss(
     Ok(())
 }
 
-/// `Ir` of case (a) at both sizes and of case (b) under callgrind, when valgrind is installed.
+/// `Ir` of case (a) at both sizes and of case (b) under callgrind, when valgrind is installed; with
+/// `--baseline`, also of the baseline's bake on the same fixtures, and the ratio this build / baseline.
 fn callgrind(
     bench: &Bench,
     baked: &Path,
@@ -345,17 +346,34 @@ fn callgrind(
         println!("{SECTION}: --callgrind needs valgrind (Debian: sudo apt-get install valgrind); skipped");
         return Ok(());
     };
+    let old = bench.baseline.as_ref().and_then(|b| b.baked.as_deref().map(|path| (b.label(), path)));
     let runs = [(Case::Clean, SIZES[0], "a"), (Case::Clean, SIZES[1], "a"), (Case::HookCrash, SIZES[0], "b")];
     for (case, entries, label) in runs {
-        let fixture = Fixture::create(&bench.root, entries)?;
-        let out_file = bench.dir.join(format!("callgrind.epilogue-{label}-{entries}.out"));
-        let mut cmd = command_in(env, home, valgrind);
-        cmd.arg("--tool=callgrind").arg(format!("--callgrind-out-file={}", out_file.display())).arg(baked);
-        cmd.args(case.args(&fixture));
-        let ir = callgrind_ir(&mut cmd, &out_file)?;
-        case.verify(&fixture)?;
+        let count = |binary: &Path, who: &str| -> Outcome<f64> {
+            let fixture = Fixture::create(&bench.root, entries)?;
+            let out_file = bench.dir.join(format!("callgrind.epilogue-{label}-{entries}-{who}.out"));
+            let mut cmd = command_in(env, home, valgrind);
+            cmd.arg("--tool=callgrind").arg(format!("--callgrind-out-file={}", out_file.display())).arg(binary);
+            cmd.args(case.args(&fixture));
+            let ir = callgrind_ir(&mut cmd, &out_file)?;
+            case.verify(&fixture)?;
+            Ok(ir)
+        };
+        let ir = count(baked, "new")?;
         let name = format!("({label}) {entries} entries, instructions (callgrind)");
-        metrics.push(Metric::single(SECTION, name, Unit::Instr, ir));
+        match &old {
+            Some((old_label, old_baked)) => {
+                let before = count(old_baked, "old")?;
+                metrics.push(Metric::single(SECTION, name, Unit::Instr, ir).against_baseline(
+                    ir / before,
+                    old_label,
+                    false,
+                ));
+                let old_name = format!("    ({label}) {entries} entries, instructions, {old_label}");
+                metrics.push(Metric::single(SECTION, old_name, Unit::Instr, before));
+            }
+            None => metrics.push(Metric::single(SECTION, name, Unit::Instr, ir)),
+        }
     }
     Ok(())
 }

@@ -352,12 +352,16 @@ impl LoopWorld {
         Ok(())
     }
 
-    /// `Ir` of `agent-box-supervisor --once` against the same state (the tmux child is not traced).
+    /// `Ir` of `agent-box-supervisor --once` against the same state (the tmux child is not traced). The
+    /// loop is stopped first (SIGTERM leaves every pane running): a second supervisor on the same registry refuses to
+    /// start (issue 11's single-instance lock), so `--once` beside the loop exits 2 and counts nothing.
     fn callgrind_once(&self, bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
         let Some(valgrind) = &bench.tools.valgrind else {
             println!("{SECTION}: --callgrind needs valgrind (Debian: sudo apt-get install valgrind); skipped");
             return Ok(());
         };
+        self.sandbox.signal(self.pid, Signal::SIGTERM);
+        self.sandbox.wait_exit(self.pid, Duration::from_secs(30));
         let out_file = bench.dir.join("callgrind.supervisor-once.out");
         let env = sandbox_env(&self.sandbox);
         let mut cmd = command_in(&env, self.sandbox.home(), valgrind);
