@@ -129,6 +129,63 @@ fn sv07_i6_a_killed_leased_pane_is_marked_vanished_and_respawned() {
     wait_until("the respawn", || sb.agent("hook-x").starts() == 2);
 }
 
+/// The timer's period in the wake scenarios: far beyond any wait of a test (20 s × AGENT_BOX_TEST_SLOW), so
+/// whatever happens there happened because something woke the loop, never because the timer ran out.
+const TIMER_OUT_OF_THE_WAY: &str = "3600";
+
+/// Starts the loop with the timer out of the way and waits until it is idle: the first tick spawned `hook-x` and
+/// wrote its mirrors into the registry, which woke exactly one more tick; after that nothing but a wake runs one.
+fn start_idle_with_the_timer_out_of_the_way(sb: &mut Sandbox) -> u32 {
+    sb.use_counting_tmux();
+    sb.set_env("AGENT_BOX_TICK_SECS", TIMER_OUT_OF_THE_WAY);
+    sb.write_registry(&registry_with(&[("hook-x", tool(json!({"ephemeral": true, "extraArgs": ["--as", "hook-x"]})))]));
+    sb.create_lease("hook-x");
+    let pid = sb.start_supervisor();
+    wait_until("the first start", || sb.agent("hook-x").starts() == 1);
+    wait_until("the tick the mirrors' write woke", || sb.ticks_of(pid) >= 2);
+    pid
+}
+
+/// Issue 12: tmux's session-closed hook wakes the loop. With the timer put out of the way, a killed leased pane is
+/// still marked `vanished` and respawned; the hook was installed by one `set-hook` call, in the first tick.
+#[test]
+fn sv07_a_killed_pane_is_marked_and_respawned_by_the_session_closed_wake() {
+    let mut sb = Sandbox::new();
+    let pid = start_idle_with_the_timer_out_of_the_way(&mut sb);
+    let ticks = sb.ticks_of(pid);
+    sb.kill_pane("hook-x");
+    wait_until("the lease to read vanished", || sb.lease("hook-x").is_some_and(|l| l["outcome"] == json!("vanished")));
+    wait_until("the respawn", || sb.agent("hook-x").starts() == 2);
+    assert!(sb.ticks_of(pid) > ticks, "a tick ran after the kill");
+    let hooks: Vec<String> = sb.tmux_calls_of(pid).into_iter().filter(|c| c.contains("set-hook")).collect();
+    assert_eq!(hooks.len(), 1, "{hooks:#?}");
+    assert!(hooks[0].contains("-g session-closed[4242] run-shell -b"), "{}", hooks[0]);
+    assert!(fs::read(sb.paths().tmux_wake()).unwrap().is_empty(), "the wake writes nothing");
+    assert_eq!(mode(&sb.paths().tmux_wake()), 0o600);
+}
+
+/// Issue 12: a HOME holding quotes, `$(…)`, backquotes, `#(…)` and `#{…}` reaches the session-closed hook only as
+/// the wake file's path: killing a session still wakes the loop (timer out of the way), and nothing else runs.
+#[test]
+fn h04_a_hostile_home_reaches_the_session_closed_wake_only_as_a_path() {
+    let marker_dir = tempfile::tempdir().unwrap();
+    let marker = |n: u32| marker_dir.path().join(format!("M{n}"));
+    let home = format!(
+        "h 'q' $(touch {}) `touch {}` #(touch {}) #{{pane_pid}} \"d\" ;x",
+        marker(1).display(),
+        marker(2).display(),
+        marker(3).display()
+    );
+    let mut sb = Sandbox::with_home(&home);
+    start_idle_with_the_timer_out_of_the_way(&mut sb);
+    sb.kill_pane("hook-x");
+    wait_until("the lease to read vanished", || sb.lease("hook-x").is_some_and(|l| l["outcome"] == json!("vanished")));
+    wait_until("the respawn", || sb.agent("hook-x").starts() == 2);
+    assert!(sb.paths().tmux_wake().starts_with(sb.home()));
+    assert!((1..=3).all(|n| !marker(n).exists()), "a marker exists: text of HOME ran as a command");
+    assert!(!sb.supervisor_log().contains("session-closed"), "{}", sb.supervisor_log());
+}
+
 fn side_file_gen(sb: &Sandbox, name: &str) -> Option<String> {
     let side: Value = serde_json::from_slice(&fs::read(sb.side_file(name)).ok()?).ok()?;
     side["leaseGen"].as_str().map(str::to_owned)

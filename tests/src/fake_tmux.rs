@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use registry::SessionName;
-use tmux::{Killed, NewSession, Snapshot, TmuxApi, TmuxError};
+use tmux::{Killed, NewSession, Snapshot, TmuxApi, TmuxError, WakeHook};
 
 /// What the fake server holds, answers and was asked.
 pub struct FakeState {
@@ -21,7 +21,7 @@ pub struct FakeState {
     pub current: Result<String, TmuxError>,
     /// The socket path the adapter reports.
     pub socket: PathBuf,
-    /// `ensure`, `list`, `new NAME`, `kill NAME`, `env NAME`, in call order.
+    /// `ensure`, `list`, `new NAME`, `kill NAME`, `env NAME`, `hook`, in call order.
     pub calls: Vec<String>,
     /// The server pid `ensure_server_and_list` reports (a test changes it to fake a restarted server).
     pub server_pid: Option<u32>,
@@ -29,6 +29,8 @@ pub struct FakeState {
     pub during_new: Option<Box<dyn Fn()>>,
     /// Session environments: what `new_session` passed with `-e`, or what a test set.
     pub env: BTreeMap<String, Vec<(String, String)>>,
+    /// When set, `set_wake_hook` fails with this error (a tmux without the hook).
+    pub hook_refusal: Option<TmuxError>,
 }
 
 impl Default for FakeState {
@@ -42,6 +44,7 @@ impl Default for FakeState {
             server_pid: Some(4242),
             during_new: None,
             env: BTreeMap::new(),
+            hook_refusal: None,
         }
     }
 }
@@ -150,6 +153,14 @@ impl TmuxApi for FakeTmux {
     }
     fn set_global_option(&self, _: &str, _: &str) -> Result<(), TmuxError> {
         Ok(())
+    }
+    fn set_wake_hook(&self, _: &WakeHook) -> Result<(), TmuxError> {
+        let mut state = self.state();
+        state.calls.push("hook".to_owned());
+        match state.unreachable.as_ref().or(state.hook_refusal.as_ref()) {
+            Some(err) => Err(err.clone()),
+            None => Ok(()),
+        }
     }
     fn show_global_option(&self, _: &str) -> Result<Option<String>, TmuxError> {
         Ok(None)

@@ -24,6 +24,9 @@ use crate::slots::{Slot, make_writable};
 /// The line of 70 CI-2.2 printed when tmux is missing (80 I13: no silent skip).
 pub const TMUX_MISSING: &str = "ci: tmux is required by the workspace tests and is not installed; install it (Debian: sudo apt-get install tmux) and run again";
 
+/// Where HOME lives in a sandbox root, as the baked slot epilogues expect it (80 I3, I9).
+const HOME_UNDER_ROOT: &str = "home/agent";
+
 static NEXT_SOCKET: AtomicUsize = AtomicUsize::new(0);
 static STALE_SWEEP: std::sync::Once = std::sync::Once::new();
 
@@ -50,7 +53,24 @@ impl Sandbox {
         let temp = tempfile::Builder::new().prefix("abs-").tempdir().unwrap();
         let root = temp.path().to_path_buf();
         let epilogue = bin("agent-box-mark-stopped");
-        Self::build(root, Some(temp), None, epilogue)
+        Self::build(root, Some(temp), None, epilogue, HOME_UNDER_ROOT)
+    }
+
+    /// [`Sandbox::new`] whose products get `epilogue` as `AGENT_BOX_MARK_STOPPED` (bench's epilogue section, which has
+    /// a baked one and builds no other product).
+    pub fn with_epilogue(epilogue: PathBuf) -> Self {
+        let temp = tempfile::Builder::new().prefix("abs-").tempdir().unwrap();
+        let root = temp.path().to_path_buf();
+        Self::build(root, Some(temp), None, epilogue, HOME_UNDER_ROOT)
+    }
+
+    /// [`Sandbox::new`] with HOME at `<root>/<home>` instead of `<root>/home/agent`: a HOME whose name holds text a
+    /// shell or tmux would read as syntax, for the scenarios that prove it is only ever data.
+    pub fn with_home(home: &str) -> Self {
+        let temp = tempfile::Builder::new().prefix("abs-").tempdir().unwrap();
+        let root = temp.path().to_path_buf();
+        let epilogue = bin("agent-box-mark-stopped");
+        Self::build(root, Some(temp), None, epilogue, home)
     }
 
     /// A sandbox in a claimed slot, with the real epilogue baked for its root (80 I9).
@@ -61,13 +81,19 @@ impl Sandbox {
         let epilogue =
             bake(&home.join(".config/agent-box/sessions.json"), &home.join(".local/state/agent-box"), Profile::Dev)
                 .unwrap_or_else(|e| panic!("cannot bake the epilogue for the slot: {e}"));
-        Self::build(root, None, Some(slot), epilogue)
+        Self::build(root, None, Some(slot), epilogue, HOME_UNDER_ROOT)
     }
 
-    fn build(root: PathBuf, temp: Option<tempfile::TempDir>, slot: Option<Slot>, epilogue: PathBuf) -> Self {
+    fn build(
+        root: PathBuf,
+        temp: Option<tempfile::TempDir>,
+        slot: Option<Slot>,
+        epilogue: PathBuf,
+        home_under_root: &str,
+    ) -> Self {
         STALE_SWEEP.call_once(sweep_stale_tmux_dirs);
         let real_tmux = tmux::find_on_path("tmux", std::env::var_os("PATH").as_deref()).expect(TMUX_MISSING);
-        let home = root.join("home/agent");
+        let home = root.join(home_under_root);
         fs::create_dir_all(&home).unwrap();
         fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
         let (tmux_dir, socket) = private_tmux_dir();

@@ -1,12 +1,16 @@
-//! What the epilogue records: the registry field under a verified write of up to three passes, then the lease
-//! and hook log in one locked step (MS-5, MS-6).
+//! What the epilogue records: the registry field under a verified write of up to three passes, then the lease and
+//! hook log in one locked step (MS-5, MS-6). A registry the workspace wrote is only recognised and its one entry
+//! edited in place (`registry::splice`), so the cost no longer grows with the number of entries (issue 12).
 
 use std::path::Path;
 use std::time::Duration;
 
 use lease::{EndHow, HookLog, LeaseDir};
-use registry::{Document, Raw, ReadOutcome, SessionName, read_raw, with_lock_at, write_atomic};
-use serde_json::Value;
+use registry::splice::{Canonical, Edited, Found};
+use registry::{
+    Document, EntryMut, Raw, ReadOutcome, SessionName, holds_exactly, read_raw, with_lock_at, write_atomic_parts,
+};
+use serde_json::{Map, Value};
 
 use mark_stopped::args::Report;
 
@@ -50,38 +54,47 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
 
 /// One pass: lock-free read, lock, re-read, decide, write, verify, release. The lock-free read already
 /// settles the cases that need no write (absent entry, target state), so they never open the lock; reads that
-/// return the bytes already seen are not parsed again (the epilogue's cost is mostly parsing and fsync).
+/// return the bytes already seen are not looked at again.
 fn registry_pass(registry: &Path, name: &SessionName, target: &(&str, Value)) -> Registry {
     let Raw::Bytes(seen) = read_raw(registry) else { return Registry::Done };
-    let ReadOutcome::Valid(doc) = ReadOutcome::from_bytes(&seen) else { return Registry::Done };
-    if let Some(settled) = settled(&doc, name, target) {
+    let Some(view) = View::of(&seen, name) else { return Registry::Done };
+    if let Some(settled) = view.settled(name, target) {
         return settled;
     }
-    with_lock_at(registry, LOCK_WAIT, |_| locked_pass(registry, name, target, &seen, doc)).unwrap_or(Registry::Retry)
+    with_lock_at(registry, LOCK_WAIT, |_| locked_pass(registry, name, target, &seen, view)).unwrap_or(Registry::Retry)
 }
 
-/// The locked part of a pass: re-read (parsing only bytes not seen before), decide, write, verify.
-fn locked_pass(registry: &Path, name: &SessionName, target: &(&str, Value), seen: &[u8], doc: Document) -> Registry {
-    let mut doc = match read_raw(registry) {
-        Raw::Bytes(again) if again == seen => doc,
-        Raw::Bytes(again) => match ReadOutcome::from_bytes(&again) {
-            ReadOutcome::Valid(fresh) => fresh,
-            _ => return Registry::Done,
-        },
-        _ => return Registry::Done,
-    };
-    if let Some(settled) = settled(&doc, name, target) {
-        return settled;
-    }
-    let (key, value) = target;
-    let Some(mut entry) = doc.entry_mut(name) else { return Registry::Done };
-    entry.set(key, value.clone());
-    let written = doc.to_bytes();
-    if write_atomic(registry, &written).is_err() {
-        return Registry::Retry;
+/// The locked part of a pass: re-read (compared piece by piece with the bytes seen; looked at again only when they
+/// changed), decide, write, verify.
+fn locked_pass(registry: &Path, name: &SessionName, target: &(&str, Value), seen: &[u8], view: View<'_>) -> Registry {
+    if holds_exactly(registry, &[seen]).unwrap_or(false) {
+        return write_and_verify(registry, name, target, view);
     }
     match read_raw(registry) {
-        Raw::Bytes(after) if after == written => Registry::Done,
+        Raw::Bytes(again) => match View::of(&again, name) {
+            Some(fresh) => write_and_verify(registry, name, target, fresh),
+            None => Registry::Done,
+        },
+        _ => Registry::Done,
+    }
+}
+
+/// Decide on the document read under the lock, write it with the target value, read it back (MS-6.1).
+fn write_and_verify(registry: &Path, name: &SessionName, target: &(&str, Value), view: View<'_>) -> Registry {
+    if let Some(settled) = view.settled(name, target) {
+        return settled;
+    }
+    let Some(written) = view.edited(name, target) else { return Registry::Done };
+    let parts = written.parts();
+    if write_atomic_parts(registry, &parts).is_err() {
+        return Registry::Retry;
+    }
+    // The read-back of MS-6.1: the bytes written, compared piece by piece; only other bytes are parsed.
+    if holds_exactly(registry, &parts).unwrap_or(false) {
+        return Registry::Done;
+    }
+    let (key, value) = target;
+    match read_raw(registry) {
         Raw::Bytes(after) => match ReadOutcome::from_bytes(&after) {
             ReadOutcome::Valid(after) if holds(&after, name, key, value) => Registry::Done,
             _ => Registry::Retry,
@@ -90,13 +103,72 @@ fn locked_pass(registry: &Path, name: &SessionName, target: &(&str, Value), seen
     }
 }
 
-/// `Some` when this document needs no write: the entry is absent, not an object, or already in the target state.
-fn settled(doc: &Document, name: &SessionName, (key, value): &(&str, Value)) -> Option<Registry> {
-    match doc.entry(name.as_str()) {
-        None if doc.contains(name.as_str()) => Some(Registry::Done),
-        None => Some(Registry::EntryAbsent),
-        Some(entry) if entry.get(key) == Some(value) => Some(Registry::Done),
-        Some(_) => None,
+/// The registry as this pass sees it. A file the workspace wrote is only recognised, and the entry alone parsed and
+/// re-serialised (`registry::splice`: the cost no longer grows with the number of entries, issue 12); anything else
+/// is parsed whole. Both give the same decisions and the same bytes.
+enum View<'a> {
+    Spliced { file: Canonical<'a>, entry: Option<Map<String, Value>> },
+    Whole(Document),
+}
+
+impl<'a> View<'a> {
+    /// `None` when the registry is Empty or Invalid: step 1 does nothing (MS-5.3).
+    fn of(bytes: &'a [u8], name: &SessionName) -> Option<Self> {
+        if let Some(file) = Canonical::scan(bytes, name) {
+            let entry = file.entry();
+            return Some(Self::Spliced { file, entry });
+        }
+        match ReadOutcome::from_bytes(bytes) {
+            ReadOutcome::Valid(doc) => Some(Self::Whole(doc)),
+            _ => None,
+        }
+    }
+
+    /// `Some` when this document needs no write: the entry is absent, not an object, or already in the target state.
+    fn settled(&self, name: &SessionName, (key, value): &(&str, Value)) -> Option<Registry> {
+        match self {
+            Self::Spliced { file, entry } => match (file.found(), entry) {
+                (Found::Absent, _) => Some(Registry::EntryAbsent),
+                (Found::NotObject, _) | (Found::Object(_), None) => Some(Registry::Done),
+                (Found::Object(_), Some(entry)) => (entry.get(*key) == Some(value)).then_some(Registry::Done),
+            },
+            Self::Whole(doc) => match doc.entry(name.as_str()) {
+                None if doc.contains(name.as_str()) => Some(Registry::Done),
+                None => Some(Registry::EntryAbsent),
+                Some(entry) if entry.get(key) == Some(value) => Some(Registry::Done),
+                Some(_) => None,
+            },
+        }
+    }
+
+    /// The registry's bytes with the target value set through `entry_mut` (RG-9.2: an existing entry only).
+    fn edited(self, name: &SessionName, (key, value): &(&str, Value)) -> Option<Written<'a>> {
+        match self {
+            Self::Spliced { file, entry } => {
+                let mut entry = entry?;
+                EntryMut::of(&mut entry).set(key, value.clone());
+                file.with_entry(&entry).map(Written::Spliced)
+            }
+            Self::Whole(mut doc) => {
+                doc.entry_mut(name)?.set(key, value.clone());
+                Some(Written::Whole(doc.to_bytes()))
+            }
+        }
+    }
+}
+
+/// What a pass writes: the edited file in parts, or a whole document.
+enum Written<'a> {
+    Spliced(Edited<'a>),
+    Whole(Vec<u8>),
+}
+
+impl Written<'_> {
+    fn parts(&self) -> Vec<&[u8]> {
+        match self {
+            Self::Spliced(edited) => edited.parts().to_vec(),
+            Self::Whole(bytes) => vec![bytes],
+        }
     }
 }
 

@@ -24,9 +24,15 @@ pub enum Durability {
 /// Replaces `target` with `bytes`: temp file beside it (0600, `O_EXCL`), fsync, rename, fsync of the directory.
 /// On any failure before the rename the temp file is removed and `target` is untouched.
 pub fn write_atomic(target: &Path, bytes: &[u8]) -> io::Result<Durability> {
+    write_atomic_parts(target, &[bytes])
+}
+
+/// [`write_atomic`] of the concatenation of `parts`, without building it in memory first (the epilogue writes a
+/// registry as the bytes before its entry, the entry, and the bytes after it).
+pub fn write_atomic_parts(target: &Path, parts: &[&[u8]]) -> io::Result<Durability> {
     let dir = parent_dir(target);
     let (temp_path, file) = create_temp(target)?;
-    if let Err(err) = fill_and_sync(file, bytes).and_then(|()| fs::rename(&temp_path, target)) {
+    if let Err(err) = fill_and_sync(file, parts).and_then(|()| fs::rename(&temp_path, target)) {
         let _ = fs::remove_file(&temp_path);
         return Err(err);
     }
@@ -36,10 +42,12 @@ pub fn write_atomic(target: &Path, bytes: &[u8]) -> io::Result<Durability> {
     })
 }
 
-fn fill_and_sync(mut file: File, bytes: &[u8]) -> io::Result<()> {
+fn fill_and_sync(mut file: File, parts: &[&[u8]]) -> io::Result<()> {
     // The umask may have narrowed the create mode; the result must be exactly 0600 (RG-8.4).
     file.set_permissions(Permissions::from_mode(0o600))?;
-    file.write_all(bytes)?;
+    for part in parts {
+        file.write_all(part)?;
+    }
     file.sync_all()
 }
 

@@ -196,7 +196,11 @@ pub struct EntryMut<'a> {
     map: &'a mut Map<String, Value>,
 }
 
-impl EntryMut<'_> {
+impl<'a> EntryMut<'a> {
+    /// Wraps a raw entry object held outside a document (the epilogue's one-entry edit, `splice`).
+    pub fn of(map: &'a mut Map<String, Value>) -> Self {
+        Self { map }
+    }
     pub fn view(&self) -> Entry<'_> {
         Entry { map: self.map }
     }

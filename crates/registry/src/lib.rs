@@ -21,10 +21,11 @@ pub mod name;
 pub mod paths;
 pub mod quote;
 pub mod read;
+pub mod splice;
 pub mod store;
 pub mod time;
 
-pub use atomic::{ensure_private_dir, write_atomic};
+pub use atomic::{ensure_private_dir, write_atomic, write_atomic_parts};
 pub use capacity::{CapacityError, Mode, Usage, admit, read_limit};
 pub use document::{Document, Entry, EntryMut, FieldError, NewEntry, new_entry};
 pub use error::{LockRefusal, RegistryError};
@@ -36,7 +37,7 @@ pub use lock::{
 };
 pub use name::{NameError, SessionName};
 pub use paths::{ConfigError, Paths};
-pub use read::{Raw, ReadOutcome, read, read_raw};
+pub use read::{Raw, ReadOutcome, holds_exactly, read, read_raw};
 pub use store::{Ensured, edit, ensure, remove_temp_leftovers};
 
 /// Serialises unit tests that take the process-wide registry guard.

@@ -144,6 +144,11 @@ impl Paths {
     pub fn refusal_record(&self) -> PathBuf {
         self.state_dir.join("webhook-spawn-refused.json")
     }
+    /// The session-closed wake file (F21, issue 12): empty, 0600, created by the supervisor and watched by it with
+    /// inotify; the tmux server's `session-closed` hook appends nothing to it, which wakes the loop at once.
+    pub fn tmux_wake(&self) -> PathBuf {
+        self.state_dir.join("tmux-wake")
+    }
     /// The receiver's filter file of one of our sessions (F12).
     pub fn filter_file(&self, name: &SessionName) -> PathBuf {
         self.webhook_state_dir.join(format!("filter.{}-{name}.json", self.user))

@@ -52,6 +52,42 @@ pub fn read_raw(path: &Path) -> Raw {
     }
 }
 
+/// Whether the file at `path` holds exactly the concatenation of `parts`. It is read in small pieces, so a caller
+/// that only needs to know whether a registry is still the one it read (or the one it wrote) does not allocate and
+/// fault in a buffer of the file's size. A missing file holds nothing; any other read error is returned.
+pub fn holds_exactly(path: &Path, parts: &[&[u8]]) -> io::Result<bool> {
+    let mut file = match std::fs::File::open(path) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
+        other => other?,
+    };
+    let total: usize = parts.iter().map(|part| part.len()).sum();
+    if usize::try_from(file.metadata()?.len()).ok() != Some(total) {
+        return Ok(false);
+    }
+    const PIECE: usize = 8192;
+    let mut buffer = [0u8; PIECE];
+    let mut expected = parts.iter().flat_map(|part| part.chunks(PIECE));
+    let mut pending: &[u8] = &[];
+    loop {
+        let read = io::Read::read(&mut file, &mut buffer)?;
+        let mut got = buffer.get(..read).unwrap_or_default();
+        if got.is_empty() {
+            return Ok(pending.is_empty() && expected.next().is_none());
+        }
+        while !got.is_empty() {
+            if pending.is_empty() {
+                let Some(next) = expected.next() else { return Ok(false) };
+                pending = next;
+            }
+            let n = pending.len().min(got.len());
+            if pending[..n] != got[..n] {
+                return Ok(false);
+            }
+            (pending, got) = (&pending[n..], &got[n..]);
+        }
+    }
+}
+
 impl ReadOutcome {
     /// Classifies bytes that were read: Empty, Valid or Invalid.
     pub fn from_bytes(bytes: &[u8]) -> Self {
@@ -68,6 +104,24 @@ impl ReadOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn holds_exactly_compares_whole_files_in_pieces() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.json");
+        assert!(!holds_exactly(&file, &[b""]).unwrap(), "missing");
+        let big: Vec<u8> = (0..30_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&file, &big).unwrap();
+        assert!(holds_exactly(&file, &[&big]).unwrap());
+        assert!(holds_exactly(&file, &[&big[..5], &big[5..20_000], b"", &big[20_000..]]).unwrap());
+        let mut other = big.clone();
+        other[29_999] ^= 1;
+        assert!(!holds_exactly(&file, &[&other]).unwrap(), "last byte differs");
+        assert!(!holds_exactly(&file, &[&big[..29_999]]).unwrap(), "shorter");
+        std::fs::write(&file, b"").unwrap();
+        assert!(holds_exactly(&file, &[]).unwrap());
+        assert!(holds_exactly(dir.path(), &[b"x"]).is_err() || !holds_exactly(dir.path(), &[b"x"]).unwrap());
+    }
 
     #[test]
     fn five_outcomes() {

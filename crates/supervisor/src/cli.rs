@@ -43,11 +43,14 @@ Optional:
   AGENT_BOX_CODEX_FULL_ACCESS  non-empty: codex runs with workspace-write instead of prompts (default off)
   CODEX_HOME                   codex's state, for resuming (default ~/.codex)
   SHELL                        post-mortem shell when no 'shell' harness is configured (default /bin/sh)
+  AGENT_BOX_TICK_SECS          seconds between timer ticks (default 2; tests and benchmarks only)
 
-One supervisor serves one registry: a second one refuses to start and names the running one. It logs one line
-per event on stderr (the journal adds the time). Stopping it (SIGTERM, SIGINT, SIGHUP) leaves every session
-running. Exit codes: 0 after a signal or --once, 1 tmux older than 3.2 or a fatal run-time error, 2 a
-configuration problem or another supervisor already running.";
+One supervisor serves one registry: a second one refuses to start and names the running one. Besides its 2 s
+timer it ticks at once when sessions.json changes and when a tmux session closes (a session-closed hook that it
+installs on the server touches ~/.local/state/agent-box/tmux-wake). It logs one line per event on stderr (the
+journal adds the time). Stopping it (SIGTERM, SIGINT, SIGHUP) leaves every session running. Exit codes: 0 after a
+signal or --once, 1 tmux older than 3.2 or a fatal run-time error, 2 a configuration problem or another supervisor
+already running.";
 
 /// Reconciles sessions.json into tmux: starts what is listed and not running, records how panes ended,
 /// reaps parked one-shot sessions, and sweeps what no listed session owns.

@@ -22,6 +22,15 @@ use tmux::TmuxConfig;
 /// The supervisor never waits longer than this for the registry lock (SUP-7.2).
 pub const MAX_LOCK_WAIT: Duration = Duration::from_secs(1);
 
+/// The timer: the next tick is due this long after the previous one ended (SUP-3.1).
+pub const TICK_PERIOD: Duration = Duration::from_secs(2);
+
+/// `AGENT_BOX_TICK_SECS`, a test and bench knob (issue 12): the timer's period, so a test can put the timer out of
+/// the way (60 s and more) and prove that a wake, not the timer, ran a tick. Neither the NixOS module nor the
+/// install sets it. Accepted: a decimal number of seconds (fraction allowed) from 0.05 to 86400.
+pub const TICK_SECS_ENV: &str = "AGENT_BOX_TICK_SECS";
+const TICK_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(86_400));
+
 /// When the restart notice is sent to a resumed session (§12.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoticePolicy {
@@ -67,6 +76,10 @@ pub struct Config {
     pub lock_wait: Duration,
     /// `REGISTRY_LOCK_WAIT` when it was not a usable number.
     pub ignored_lock_wait: Option<String>,
+    /// The timer's period: [`TICK_PERIOD`], or `AGENT_BOX_TICK_SECS` (tests and bench only).
+    pub tick_period: Duration,
+    /// `AGENT_BOX_TICK_SECS` when it was not a usable number of seconds.
+    pub ignored_tick_secs: Option<String>,
     pub tmux: TmuxConfig,
 }
 
@@ -159,6 +172,7 @@ impl Config {
             return Err(ConfigProblem(problems));
         };
         let wait = registry::lock::parse_lock_wait(text("REGISTRY_LOCK_WAIT").as_deref());
+        let (tick_period, ignored_tick_secs) = parse_tick_secs(text(TICK_SECS_ENV).as_deref());
         Ok(Self {
             agent_bins: parse_agent_bins(bins.as_deref().unwrap_or("")),
             harness_path: if is_installed { set("PATH") } else { None },
@@ -174,6 +188,8 @@ impl Config {
             login_shell: set("SHELL").map(PathBuf::from).filter(|p| p.is_absolute()),
             lock_wait: wait.wait.min(MAX_LOCK_WAIT),
             ignored_lock_wait: wait.ignored,
+            tick_period,
+            ignored_tick_secs,
             tmux,
             seed,
             paths,
@@ -183,6 +199,17 @@ impl Config {
     /// The `AGENT_BOX_AGENT_BINS` path of a harness, when it is absolute.
     pub fn agent_bin(&self, agent: &str) -> Option<&Path> {
         self.agent_bins.iter().find(|(name, _)| name == agent).map(|(_, path)| path.as_path())
+    }
+}
+
+/// The timer's period from `AGENT_BOX_TICK_SECS`: unset means [`TICK_PERIOD`]; a value that is not a decimal number
+/// of seconds within the bounds is ignored (returned, for one warning line) and the default used.
+pub fn parse_tick_secs(value: Option<&str>) -> (Duration, Option<String>) {
+    let Some(text) = value.filter(|t| !t.is_empty()) else { return (TICK_PERIOD, None) };
+    let parsed = registry::lock::parse_lock_wait(Some(text));
+    match parsed.ignored {
+        None if (TICK_BOUNDS.0..=TICK_BOUNDS.1).contains(&parsed.wait) => (parsed.wait, None),
+        _ => (TICK_PERIOD, Some(text.to_owned())),
     }
 }
 
@@ -349,6 +376,19 @@ mod tests {
         let paths = Paths::for_root(Path::new("/home/agent"), "agent");
         assert!(!baked_for(Path::new("/bin/true"), &paths), "prints nothing");
         assert!(!baked_for(Path::new("/nonexistent/agent-box-mark-stopped"), &paths));
+    }
+
+    #[test]
+    fn tick_period_knob() {
+        assert_eq!(parse_tick_secs(None), (TICK_PERIOD, None));
+        assert_eq!(parse_tick_secs(Some("60")), (Duration::from_secs(60), None));
+        assert_eq!(parse_tick_secs(Some("0.25")), (Duration::from_millis(250), None));
+        for bad in ["0", "0.01", "x", "-1", "100000", "1e3"] {
+            assert_eq!(parse_tick_secs(Some(bad)), (TICK_PERIOD, Some(bad.to_owned())), "{bad}");
+        }
+        let mut env = base();
+        env.push((TICK_SECS_ENV, "600"));
+        assert_eq!(Config::from_lookup(lookup(&env)).unwrap().tick_period, Duration::from_secs(600));
     }
 
     #[test]

@@ -33,6 +33,9 @@ fn main() -> ExitCode {
     if let Some(value) = &config.ignored_lock_wait {
         say(&format!("ignoring REGISTRY_LOCK_WAIT='{value}': not a number of seconds; using 1s"));
     }
+    if let Some(value) = &config.ignored_tick_secs {
+        say(&format!("ignoring AGENT_BOX_TICK_SECS='{value}': not a number of seconds from 0.05 to 86400; using 2s"));
+    }
     match if cli.once { once(config) } else { run(config) } {
         Stop::Done => ExitCode::SUCCESS,
         Stop::AlreadyRunning(text) => fail(exit::USAGE, &text),

@@ -2,15 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use tmux::{Tmux, TmuxApi};
+use tmux::{Tmux, TmuxApi, WakeHook};
 
 use crate::config::Config;
 use crate::log::{Latch, Log};
 use crate::supervisor::Supervisor;
-use crate::wake::{RegistryWatch, Signals, Wake, wait};
-
-/// The timer: the next tick is due this long after the previous one ended (SUP-3.1).
-pub const TICK_PERIOD: Duration = Duration::from_secs(2);
+use crate::wake::{RegistryWatch, Signals, Sources, Wake, WakeFile, wait};
 
 /// Why the supervisor stopped running.
 #[derive(Debug)]
@@ -108,31 +105,86 @@ fn run_locked(config: Config) -> Stop {
         Ok(supervisor) => supervisor,
         Err(stop) => return stop,
     };
-    let mut watch = RegistryWatch::new(supervisor.config().paths.registry());
-    let mut watch_failed = Latch::default();
-    arm(&mut watch, &mut watch_failed, &mut supervisor);
+    let mut watches = Watches::new(&mut supervisor);
+    watches.arm(&mut supervisor);
     supervisor.log_started();
+    let period = supervisor.config().tick_period;
     loop {
         supervisor.tick();
         if let Some(signal) = signals.take() {
             return stop_on(&mut supervisor, signal);
         }
-        arm(&mut watch, &mut watch_failed, &mut supervisor);
-        if let Wake::Signal(signal) = wait(Instant::now() + TICK_PERIOD, &mut watch, &signals) {
+        watches.arm(&mut supervisor);
+        let mut sources = Sources { registry: &mut watches.registry, closed: &mut watches.closed, signals: &signals };
+        if let Wake::Signal(signal) = wait(Instant::now() + period, &mut sources) {
             return stop_on(&mut supervisor, signal);
         }
     }
 }
 
-fn arm(watch: &mut RegistryWatch, failed: &mut Latch, supervisor: &mut Supervisor) {
-    match watch.arm() {
-        Ok(()) => {
-            failed.clear();
+/// The loop's two wake sources besides the timer (SUP-3.2, issue 12) and their once-per-streak latches.
+#[derive(Debug)]
+struct Watches {
+    registry: RegistryWatch,
+    registry_failed: Latch,
+    closed: WakeFile,
+    closed_failed: Latch,
+    /// The session-closed hook, when it could be built for the wake file's path; handed to the supervisor (which
+    /// installs it on each new server) once the file is first watched.
+    hook: Option<WakeHook>,
+    handed: bool,
+}
+
+impl Watches {
+    fn new(supervisor: &mut Supervisor) -> Self {
+        let path = supervisor.config().paths.tmux_wake();
+        let hook = match WakeHook::for_file(&path) {
+            Ok(hook) => Some(hook),
+            Err(err) => {
+                supervisor.log_line(&format!(
+                    "not installing the session-closed wake ({err}); a killed session is noticed at the next tick"
+                ));
+                None
+            }
+        };
+        Self {
+            registry: RegistryWatch::new(supervisor.config().paths.registry()),
+            registry_failed: Latch::default(),
+            closed: WakeFile::new(path),
+            closed_failed: Latch::default(),
+            hook,
+            handed: false,
         }
-        Err(err) => {
-            if failed.raise() {
-                let dir = watch.dir().display().to_string();
-                supervisor.log_line(&format!("cannot watch {dir} for changes ({err}); polling every 2s"));
+    }
+
+    /// Arms what is not armed; each failure is logged once per streak (L12, L25) and retried before every wait.
+    fn arm(&mut self, supervisor: &mut Supervisor) {
+        match self.registry.arm() {
+            Ok(()) => {
+                self.registry_failed.clear();
+            }
+            Err(err) => {
+                if self.registry_failed.raise() {
+                    let dir = self.registry.dir().display().to_string();
+                    supervisor.log_line(&format!("cannot watch {dir} for changes ({err}); polling every 2s"));
+                }
+            }
+        }
+        let Some(hook) = &self.hook else { return };
+        match self.closed.arm() {
+            Ok(()) => {
+                self.closed_failed.clear();
+                if !std::mem::replace(&mut self.handed, true) {
+                    supervisor.enable_wake(hook.clone());
+                }
+            }
+            Err(err) => {
+                if self.closed_failed.raise() {
+                    let file = self.closed.path().display().to_string();
+                    supervisor.log_line(&format!(
+                        "cannot watch {file} for ended sessions ({err}); a killed session is noticed at the next tick"
+                    ));
+                }
             }
         }
     }

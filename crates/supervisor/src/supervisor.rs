@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lease::{Expect, HookLog, LeaseDir, Outcome, RefusalRecord};
 use registry::{Document, Entry, HealLatches, SessionName, self_heal};
-use tmux::TmuxApi;
+use tmux::{TmuxApi, TmuxError, WakeHook};
 
 use crate::backoff::{Absence, Backoff};
 use crate::config::Config;
@@ -82,6 +82,11 @@ pub struct Supervisor {
     pub(crate) filter_sweep_due: Option<i64>,
     /// Live panes whose start no side file records are still to be adopted (§2 step 6a; `adopt.rs`).
     pub(crate) adoption_due: bool,
+    /// The session-closed wake to install on every server this loop meets (issue 12); `None` with `--once`, or when
+    /// the wake file cannot be watched.
+    pub(crate) wake: Option<WakeHook>,
+    /// The server pid the wake was last installed on, or refused by: each server gets one install call.
+    pub(crate) wake_installed_on: Option<u32>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -111,7 +116,15 @@ impl Supervisor {
             quarantined_at: None,
             filter_sweep_due: None,
             adoption_due: true,
+            wake: None,
+            wake_installed_on: None,
         }
+    }
+
+    /// Installs `hook` on the current server at the next tick, and on every server that replaces it.
+    pub fn enable_wake(&mut self, hook: WakeHook) {
+        self.wake = Some(hook);
+        self.wake_installed_on = None;
     }
 
     /// Replaces the clock (tests).
@@ -179,6 +192,7 @@ impl Supervisor {
                 }
                 let snapshot: BTreeSet<String> = taken.sessions.into_iter().collect();
                 self.note_server(taken.server_pid, snapshot.is_empty());
+                self.install_wake(taken.server_pid);
                 Some(snapshot)
             }
             Err(err) => {
@@ -208,6 +222,28 @@ impl Supervisor {
         }
         if pid.is_some() {
             self.previous_server_pid = pid;
+        }
+    }
+
+    /// The session-closed wake (issue 12): one `set-hook` call on a server not seen before (the first tick, a
+    /// restarted server, a server that appeared), none on any other tick, so an idle tick stays one tmux process.
+    /// A refusal (a tmux without the hook) is logged once per server and not retried on it; the timer covers.
+    fn install_wake(&mut self, server_pid: Option<u32>) {
+        let (Some(hook), Some(pid)) = (&self.wake, server_pid) else { return };
+        if self.wake_installed_on == Some(pid) {
+            return;
+        }
+        match self.tmux.set_wake_hook(hook) {
+            Ok(()) => self.wake_installed_on = Some(pid),
+            Err(err @ TmuxError::Failed { .. }) => {
+                self.wake_installed_on = Some(pid);
+                self.log.line(&format!(
+                    "tmux did not accept the session-closed hook ({}); a killed session is noticed at the next tick",
+                    err.reason()
+                ));
+            }
+            // Could not ask (the server went away, a timeout): the next tick tries again.
+            Err(_) => {}
         }
     }
 

@@ -1,8 +1,12 @@
 //! What ends a wait between ticks (SUP-3.2–3.4, SUP-14): the timer, a change of the registry's directory seen
-//! by inotify, or a termination signal delivered through a self-pipe. One `poll(2)` covers all three.
+//! by inotify, a session that closed (the tmux `session-closed` hook appended to the wake file, issue 12), or a
+//! termination signal delivered through a self-pipe. One `poll(2)` covers all four.
 
 use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
@@ -18,11 +22,17 @@ static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 /// Writers' bursts settle for this long before the woken tick runs (SUP-3.2).
 const SETTLE: Duration = Duration::from_millis(50);
 
+/// Sessions closed together (`restart --all`, a killed server's clients) settle for this long before the woken tick
+/// runs: short, because the kill is already complete when the hook fires, long enough to fold a burst of hook jobs
+/// into one tick.
+const SETTLE_CLOSED: Duration = Duration::from_millis(10);
+
 /// Why the wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
     Timer,
     RegistryChanged,
+    SessionClosed,
     Signal(Signal),
 }
 
@@ -128,31 +138,190 @@ impl RegistryWatch {
     }
 }
 
-/// Waits until `due`, a registry change (after the settle time) or a signal.
-pub fn wait(due: Instant, watch: &mut RegistryWatch, signals: &Signals) -> Wake {
+/// The session-closed wake file (F21), watched by inode: the tmux hook opens it for appending and closes it, which
+/// is one `IN_CLOSE_WRITE`. Armed lazily; a file that was deleted or moved away is created again at the next arm.
+#[derive(Debug)]
+pub struct WakeFile {
+    path: PathBuf,
+    inotify: Option<Inotify>,
+}
+
+impl WakeFile {
+    pub fn new(path: PathBuf) -> Self {
+        Self { path, inotify: None }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates the file (0600, empty, a regular file) and watches it, when it is not watched yet; the error is
+    /// reported once per streak by the caller.
+    pub fn arm(&mut self) -> io::Result<()> {
+        if self.inotify.is_some() {
+            return Ok(());
+        }
+        registry::ensure_private_dir(registry::atomic::parent_dir(&self.path))?;
+        ensure_regular_file(&self.path)?;
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
+        let mask = AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_DELETE_SELF | AddWatchFlags::IN_MOVE_SELF;
+        inotify.add_watch(&self.path, mask)?;
+        self.inotify = Some(inotify);
+        Ok(())
+    }
+
+    /// Drains the queue; true when the file was written. A file that went away disarms the watch.
+    fn drain(&mut self) -> bool {
+        let Some(inotify) = &self.inotify else { return false };
+        let (mut written, mut lost) = (false, false);
+        while let Ok(events) = inotify.read_events() {
+            if events.is_empty() {
+                break;
+            }
+            for event in events {
+                written |= event.mask.contains(AddWatchFlags::IN_CLOSE_WRITE);
+                let gone = AddWatchFlags::IN_DELETE_SELF | AddWatchFlags::IN_MOVE_SELF | AddWatchFlags::IN_IGNORED;
+                lost |= event.mask.intersects(gone);
+            }
+        }
+        if lost {
+            self.inotify = None;
+        }
+        written
+    }
+}
+
+/// Opens (creating 0600) `path` without following a symlink and without blocking on a FIFO; anything there that is
+/// not a regular file (a symlink, a FIFO, a socket) is removed and the file created again once. A FIFO would make the
+/// hook's job skip the append (its `[ -f … ]` test), and a symlink would point the watch elsewhere.
+fn ensure_regular_file(path: &Path) -> io::Result<()> {
+    let open = || {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
+            .open(path)
+    };
+    match open() {
+        Ok(file) if file.metadata()?.is_file() => return Ok(()),
+        Ok(_) | Err(_) => {}
+    }
+    // Only what is not a directory can be removed here; a directory stays and the second open fails with EISDIR.
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| !meta.is_dir()) {
+        std::fs::remove_file(path)?;
+    }
+    let file = open()?;
+    if file.metadata()?.is_file() { Ok(()) } else { Err(io::Error::other("not a regular file")) }
+}
+
+/// The event sources of one wait.
+#[derive(Debug)]
+pub struct Sources<'a> {
+    pub registry: &'a mut RegistryWatch,
+    pub closed: &'a mut WakeFile,
+    pub signals: &'a Signals,
+}
+
+/// Waits until `due`, a registry change or a closed session (each after its settle time), or a signal.
+pub fn wait(due: Instant, sources: &mut Sources<'_>) -> Wake {
     loop {
-        if let Some(signal) = signals.take() {
+        if let Some(signal) = sources.signals.take() {
             return Wake::Signal(signal);
         }
         let left = due.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Wake::Timer;
         }
-        let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
-        let watch_ready = {
-            let mut fds = vec![PollFd::new(signals.read.as_fd(), PollFlags::POLLIN)];
-            if let Some(inotify) = &watch.inotify {
-                fds.push(PollFd::new(inotify.as_fd(), PollFlags::POLLIN));
-            }
-            match poll(&mut fds, timeout) {
-                Ok(_) => fds.get(1).and_then(PollFd::revents).is_some_and(|r| r.contains(PollFlags::POLLIN)),
-                Err(_) => false,
-            }
-        };
-        if watch_ready && watch.drain() {
+        let (registry_ready, closed_ready) = poll_sources(sources, left);
+        if closed_ready && sources.closed.drain() {
+            std::thread::sleep(SETTLE_CLOSED);
+            drain_both(sources);
+            return Wake::SessionClosed;
+        }
+        if registry_ready && sources.registry.drain() {
             std::thread::sleep(SETTLE);
-            watch.drain();
+            drain_both(sources);
             return Wake::RegistryChanged;
         }
+    }
+}
+
+/// After the settle time: whatever either source queued meanwhile is folded into the tick about to run.
+fn drain_both(sources: &mut Sources<'_>) {
+    sources.registry.drain();
+    sources.closed.drain();
+}
+
+/// One `poll(2)` over the signal pipe and the armed watches; which watches are readable.
+fn poll_sources(sources: &Sources<'_>, left: Duration) -> (bool, bool) {
+    let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+    let mut fds = vec![PollFd::new(sources.signals.read.as_fd(), PollFlags::POLLIN)];
+    let registry_at = sources.registry.inotify.as_ref().map(|inotify| {
+        fds.push(PollFd::new(inotify.as_fd(), PollFlags::POLLIN));
+        fds.len() - 1
+    });
+    let closed_at = sources.closed.inotify.as_ref().map(|inotify| {
+        fds.push(PollFd::new(inotify.as_fd(), PollFlags::POLLIN));
+        fds.len() - 1
+    });
+    if poll(&mut fds, timeout).is_err() {
+        return (false, false);
+    }
+    let ready = |at: Option<usize>| {
+        at.and_then(|i| fds.get(i)).and_then(PollFd::revents).is_some_and(|r| r.contains(PollFlags::POLLIN))
+    };
+    (ready(registry_at), ready(closed_at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_wake_file_is_created_private_and_a_write_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/tmux-wake");
+        let mut wake = WakeFile::new(path.clone());
+        wake.arm().unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(!wake.drain(), "creating it is no wake");
+        OpenOptions::new().append(true).open(&path).unwrap();
+        assert!(wake.drain());
+        assert!(!wake.drain(), "drained");
+    }
+
+    #[test]
+    fn a_removed_wake_file_is_created_again_and_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tmux-wake");
+        let mut wake = WakeFile::new(path.clone());
+        wake.arm().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(!wake.drain());
+        assert!(wake.inotify.is_none(), "the watch is lost with the file");
+        wake.arm().unwrap();
+        OpenOptions::new().append(true).open(&path).unwrap();
+        assert!(wake.drain());
+    }
+
+    #[test]
+    fn a_symlink_or_fifo_is_replaced_by_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, b"keep").unwrap();
+        let link = dir.path().join("link-wake");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        ensure_regular_file(&link).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        let fifo = dir.path().join("fifo-wake");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        ensure_regular_file(&fifo).unwrap();
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().is_file());
+        let sub = dir.path().join("a-dir");
+        std::fs::create_dir(&sub).unwrap();
+        assert!(ensure_regular_file(&sub).is_err(), "a directory is left alone");
     }
 }

@@ -208,3 +208,30 @@ fn sup_2_6a_unrecorded_live_panes_are_adopted_once_at_start_up() {
     assert_eq!(world.fake.calls("env"), asked, "only the first tick looks");
     assert_eq!(world.fake.calls("new"), 0);
 }
+
+/// Issue 12: the session-closed wake costs one `set-hook` call per server, never one per tick: installed on the first
+/// tick, not again while the server's pid stays, again on a new server; a refusal is logged once per server.
+#[test]
+fn the_wake_is_installed_once_per_server() {
+    let world = World::new(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
+    world.fake.state().live.push("a".into());
+    let mut supervisor = world.supervisor();
+    let hook = tmux::WakeHook::for_file(&world.home().join(".local/state/agent-box/tmux-wake")).unwrap();
+    supervisor.enable_wake(hook);
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    assert_eq!(world.fake.state().calls, ["ensure", "hook", "ensure", "ensure"]);
+    world.fake.state().server_pid = Some(5000);
+    supervisor.tick();
+    supervisor.tick();
+    assert_eq!(world.fake.calls("hook"), 2, "a new server gets the hook once");
+    let refused = tmux::TmuxError::Failed { status: Some(1), stderr: "invalid option: session-closed[4242]".into() };
+    world.fake.state().hook_refusal = Some(refused);
+    world.fake.state().server_pid = Some(5001);
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    assert_eq!(world.fake.calls("hook"), 3, "a refusal is not retried on the same server");
+    assert_eq!(World::lines_with(&supervisor, "tmux did not accept the session-closed hook (invalid option"), 1);
+}

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use registry::SessionName;
 
 use crate::error::TmuxError;
+use crate::hook::WakeHook;
 
 /// One session to start: `new-session -d -s NAME -c CWD [-e K=V]… ARGV…`.
 ///
@@ -71,6 +72,10 @@ pub trait TmuxApi {
 
     /// `set-option -g KEY VALUE`.
     fn set_global_option(&self, key: &str, value: &str) -> Result<(), TmuxError>;
+
+    /// `set-hook -g session-closed[4242] …`: installs (or re-installs, idempotently) the session-closed wake on a
+    /// running server; never starts one.
+    fn set_wake_hook(&self, hook: &WakeHook) -> Result<(), TmuxError>;
 
     /// The value of a global option; `None` when it is unset.
     fn show_global_option(&self, key: &str) -> Result<Option<String>, TmuxError>;

@@ -14,6 +14,7 @@ use crate::commands;
 use crate::config::TmuxConfig;
 use crate::env::{CallerPane, ParentEnv, child_env};
 use crate::error::TmuxError;
+use crate::hook::WakeHook;
 use crate::run::{Finished, RunError, run};
 use crate::version::parse_version;
 
@@ -185,6 +186,11 @@ impl TmuxApi for Tmux {
 
     fn set_global_option(&self, key: &str, value: &str) -> Result<(), TmuxError> {
         self.on_socket(commands::set_global_option(key, value), CallerPane::Strip).map(drop)
+    }
+
+    /// No server is an error here too: the hook belongs to a server, and the next one gets it when it appears.
+    fn set_wake_hook(&self, hook: &WakeHook) -> Result<(), TmuxError> {
+        self.on_socket(commands::set_wake_hook(hook), CallerPane::Strip).map(drop)
     }
 
     fn show_global_option(&self, key: &str) -> Result<Option<String>, TmuxError> {

@@ -7,6 +7,7 @@ use registry::SessionName;
 use crate::api::NewSession;
 use crate::config::TmuxConfig;
 use crate::escape::{escape_format, exact_session, exact_session_pane};
+use crate::hook::{WAKE_HOOK_NAME, WakeHook};
 
 /// The format every listing asks for; it is ours, not data, so it is not escaped.
 pub(crate) const SESSION_NAME_FORMAT: &str = "#{session_name}";
@@ -135,6 +136,11 @@ pub(crate) fn set_global_option(key: &str, value: &str) -> Vec<OsString> {
     words(&["set-option", "-g", "--", key, value])
 }
 
+/// `set-hook -g session-closed[4242] VALUE`; the value is already quoted for tmux's parser (see `hook`).
+pub(crate) fn set_wake_hook(hook: &WakeHook) -> Vec<OsString> {
+    vec!["set-hook".into(), "-g".into(), WAKE_HOOK_NAME.into(), hook.value().to_owned()]
+}
+
 /// `-q` makes an unset user option an empty answer instead of an error.
 pub(crate) fn show_global_option(key: &str) -> Vec<OsString> {
     words(&["show-options", "-gqv", "--", key])
@@ -254,5 +260,10 @@ mod tests {
         assert_eq!(strings(&set_global_option("exit-empty", "off")), ["set-option", "-g", "--", "exit-empty", "off"]);
         assert_eq!(strings(&show_global_option("exit-empty")), ["show-options", "-gqv", "--", "exit-empty"]);
         assert_eq!(strings(&version()), ["-V"]);
+        let hook = WakeHook::for_file(std::path::Path::new("/w")).unwrap();
+        let args = set_wake_hook(&hook);
+        let words = strings(&args);
+        assert_eq!(words[..3], ["set-hook", "-g", "session-closed[4242]"]);
+        assert!(words[3].starts_with("run-shell -b \"") && words.len() == 4);
     }
 }

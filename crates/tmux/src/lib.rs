@@ -11,6 +11,7 @@ mod config;
 mod env;
 mod error;
 mod escape;
+mod hook;
 mod run;
 mod version;
 
@@ -22,4 +23,5 @@ pub use config::{
 pub use env::{CallerPane, ParentEnv, REMOVED_VARS, child_env};
 pub use error::TmuxError;
 pub use escape::escape_format;
+pub use hook::{MAX_HOOK_VALUE, WAKE_HOOK_NAME, WakeHook, WakeHookError};
 pub use version::parse_version;

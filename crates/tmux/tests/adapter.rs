@@ -445,3 +445,57 @@ fn tmux_children_get_a_scrubbed_env_and_exact_argv() {
         assert!(!env.iter().any(|line| line.starts_with(gone)), "{gone} leaked: {env:?}");
     }
 }
+
+/// The session-closed wake (issue 12): for a wake file under a directory whose name holds quotes, `$(…)`,
+/// backquotes, `#(…)`, `#{…}`, `~`, a backslash, `%` and a newline, closing a session opens exactly that file for
+/// writing (seen by inotify), writes nothing into it, runs nothing else (no marker), and leaves every other pane out
+/// of view mode (the job printed nothing and exited 0).
+#[test]
+fn the_wake_hook_touches_exactly_a_hostile_path_and_runs_nothing_else() {
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+    let sandbox = Sandbox::new();
+    let tmux = sandbox.real();
+    let marker = |n: u32| sandbox.path(&format!("M{n}"));
+    let hostile = format!(
+        "h 'q' $(touch {}) `touch {}` #(touch {}) #{{pane_pid}} \"d\" ~x \\y %Y\nz",
+        marker(1).display(),
+        marker(2).display(),
+        marker(3).display()
+    );
+    let dir = sandbox.path(&hostile);
+    fs::create_dir_all(&dir).unwrap();
+    let wake = dir.join("tmux-wake");
+    fs::write(&wake, b"").unwrap();
+    let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).unwrap();
+    inotify.add_watch(&wake, AddWatchFlags::IN_CLOSE_WRITE).unwrap();
+    tmux.ensure_server_and_list().unwrap();
+    tmux.new_session(&sleeper("a", &sandbox.dir)).unwrap();
+    tmux.new_session(&sleeper("b", &sandbox.dir)).unwrap();
+    tmux.set_wake_hook(&tmux::WakeHook::for_file(&wake).unwrap()).unwrap();
+    assert_eq!(tmux.kill_session(&name("a")), Ok(Killed::Yes));
+    wait_for("the wake file to be opened for writing", || inotify.read_events().is_ok_and(|e| !e.is_empty()));
+    assert_eq!(fs::read(&wake).unwrap(), b"", "the wake writes nothing");
+    assert!((1..=3).all(|n| !marker(n).exists()), "a marker exists: the path ran as a command");
+    assert_eq!(tmux.display(&name("b"), "#{pane_in_mode}"), Ok("0".to_owned()), "the job printed or failed");
+}
+
+/// The wake for a file that is gone (no supervisor ever ran, or its state directory was removed): the job does
+/// nothing, creates nothing and still exits 0 silently, so no pane is put into view mode.
+#[test]
+fn the_wake_hook_for_a_missing_file_is_silent() {
+    let sandbox = Sandbox::new();
+    let tmux = sandbox.real();
+    let wake = sandbox.path("gone/tmux-wake");
+    tmux.ensure_server_and_list().unwrap();
+    tmux.new_session(&sleeper("a", &sandbox.dir)).unwrap();
+    tmux.new_session(&sleeper("b", &sandbox.dir)).unwrap();
+    tmux.set_wake_hook(&tmux::WakeHook::for_file(&wake).unwrap()).unwrap();
+    tmux.set_wake_hook(&tmux::WakeHook::for_file(&wake).unwrap()).unwrap();
+    assert_eq!(tmux.kill_session(&name("a")), Ok(Killed::Yes));
+    // The job ends within milliseconds; a pane in view mode would show up within this period.
+    let in_mode = becomes_true_within(Duration::from_millis(500), || {
+        tmux.display(&name("b"), "#{pane_in_mode}") != Ok("0".to_owned())
+    });
+    assert!(!in_mode, "the job printed or failed");
+    assert!(!wake.exists() && !sandbox.path("gone").exists());
+}

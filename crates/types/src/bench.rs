@@ -74,9 +74,22 @@ pub struct BarReport {
     pub judged: String,
 }
 
-/// A figure divided by a baseline of the same run.
+/// A figure divided by a baseline of the same run. When the two were sampled in rounds, `value` is the median of the
+/// per-round ratios and `spread` says how they spread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RatioReport {
     pub value: f64,
     pub against: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub spread: Option<SpreadReport>,
+}
+
+/// The per-round ratios of a comparison: quartiles, extremes and how many rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpreadReport {
+    pub rounds: usize,
+    pub q1: f64,
+    pub q3: f64,
+    pub min: f64,
+    pub max: f64,
 }

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use super::fail::{Context, Outcome, fail};
 use super::world::BenchRoot;
+use super::{Product, target_args};
 use crate::run;
 
 /// A ratio new/old above this on a timed median is flagged in the report.
@@ -23,15 +24,15 @@ pub struct Baseline {
     /// The commit REV names.
     pub sha: String,
     worktree: PathBuf,
-    /// `target/release` of the baseline build: its four programs and `examples/rmw`.
+    /// `target/release` of the baseline build: the programs the selected sections run.
     pub release: PathBuf,
     /// Its epilogue baked (profile `epilogue`) for the bench root, when a selected section needs one.
     pub baked: Option<PathBuf>,
 }
 
 impl Baseline {
-    /// Checks REV out and builds it (and, with `bake`, bakes its epilogue for `root`).
-    pub fn prepare(rev: &str, bench_dir: &Path, root: &BenchRoot, bake: bool) -> Outcome<Self> {
+    /// Checks REV out and builds `products` of it (and, with `bake`, bakes its epilogue for `root`).
+    pub fn prepare(rev: &str, bench_dir: &Path, root: &BenchRoot, bake: bool, products: &[Product]) -> Outcome<Self> {
         let dir = bench_dir.join("baseline");
         let sha = commit_of(rev)?;
         let worktree = dir.join("src");
@@ -44,9 +45,11 @@ impl Baseline {
         let mut baseline =
             Self { rev: rev.to_owned(), sha, worktree, release: dir.join("target/release"), baked: None };
         let target = dir.join("target");
-        let mut build = baseline.cargo(&target);
-        build.args(["build", "--release", "--workspace", "--bins", "--examples", "--locked"]);
-        succeed(&mut build, "the baseline's release build")?;
+        if !products.is_empty() {
+            let mut build = baseline.cargo(&target);
+            build.args(["build", "--release", "--locked"]).args(target_args(products));
+            succeed(&mut build, "the baseline's release build")?;
+        }
         if bake {
             let out = dir.join("agent-box-mark-stopped");
             let mut bake = baseline.cargo(&target);

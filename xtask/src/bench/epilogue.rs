@@ -1,6 +1,11 @@
 //! bench section `epilogue` (spec 90 §3, bars Q1 and Q2): wall time of the baked `agent-box-mark-stopped` for a
-//! clean exit (a), a leased hook crash (b) and (a) on tmpfs (c), each interleaved with `/bin/true`; the size of the
-//! static and the dev build; with `--callgrind` the instruction counts of (a) and (b).
+//! clean exit (a) with 20 and with 200 registry entries, on the local disk and, as (c), on tmpfs, and for a leased
+//! hook crash (b); each sampled in rounds with `/bin/true` (the fixture restored before every run, outside the timed
+//! region) and reported with the median and the spread of the per-round ratios. Also the size of the static and the
+//! dev build, and with `--callgrind` the instruction counts of (a) at both sizes and of (b).
+//!
+//! Bars: Q1 (2 ms for (a), 20 entries, local disk; reference machine only) and, from issue 12, the per-round ratio to
+//! `/bin/true` on tmpfs: at most 1.5 with 20 entries and at most 2 with 200, judged on every machine.
 
 use std::ffi::OsString;
 use std::fs;
@@ -16,17 +21,21 @@ use serde_json::Value;
 use super::baseline::Baseline;
 use super::fail::{Context, Failure, Outcome, fail};
 use super::report::{Bar, Metric, Scope, Unit};
-use super::runner::{Paired, alternated, interleaved, time_once};
+use super::runner::{Paired, rounds, time_once};
 use super::world::{
     BenchRoot, Kind, command_in, echo_product, numbered, output, print_sandbox_env, registry_bytes, sandbox_env,
 };
 use super::{Bench, facts};
 use crate::bake_epilogue::bake_echoed;
-use crate::run;
 
 const SECTION: &str = "epilogue";
 const WARMUP: usize = 20;
 const RUNS: usize = 500;
+/// The registry sizes of case (a): the spec's fixture, and ten times it (a 97 KB file), where an edit whose cost
+/// grows with the registry shows.
+const SIZES: [usize; 2] = [20, 200];
+/// Issue 12: the per-round ratio to `/bin/true` on tmpfs, by size.
+const Q1_RATIO: [f64; 2] = [1.5, 2.0];
 /// The non-hook entry of case (a).
 const MAIN: &str = "main";
 /// The leased hook entry of case (b).
@@ -49,12 +58,12 @@ struct Fixture {
 }
 
 impl Fixture {
-    /// Q-3.1: a 20-entry registry (`main`, the hook entry and 18 others), a lease for the hook entry and a hook
+    /// Q-3.1: a registry of `entries` (`main`, the hook entry and the rest), a lease for the hook entry and a hook
     /// log holding its spawn line, as webhook-spawn leaves them.
-    fn create(root: &BenchRoot) -> Outcome<Self> {
+    fn create(root: &BenchRoot, entries: usize) -> Outcome<Self> {
         root.reset()?;
         let mut names = vec![(MAIN.to_owned(), Kind::Plain), (HOOK.to_owned(), Kind::Hook)];
-        names.extend(numbered("session", 18, Kind::Plain));
+        names.extend(numbered("session", entries.saturating_sub(2), Kind::Plain));
         let registry = registry_bytes(&names)?;
         fs::write(root.paths.registry(), &registry)
             .context(|| format!("writing {}", root.paths.registry().display()))?;
@@ -144,53 +153,55 @@ impl Case {
 pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     let baked = bench.baked()?.to_path_buf();
     // XT-1.5: products run in a sandbox (cleared environment, temporary HOME, private tmux), even this one,
-    // which reads no environment at all.
-    let sandbox = Sandbox::new();
+    // which reads no environment at all. The section builds nothing but the bakes, so the sandbox names the bake.
+    let sandbox = Sandbox::with_epilogue(baked.clone());
     let env = sandbox_env(&sandbox);
     print_sandbox_env(SECTION, &env);
     let home = sandbox.home().to_path_buf();
     sizes(bench, &baked, metrics)?;
 
-    let fixture = Fixture::create(&bench.root)?;
-    let fs_type = facts::fs_type(bench.root.paths.state_dir());
-    let clean = measure(&fixture, &baked, Case::Clean, &env, &home)?;
-    push_case(metrics, &format!("(a) mark-stopped main 0, 20 entries, {fs_type}"), &clean, true);
+    let fs_type = facts::fs_type(&bench.root.root);
+    for (index, entries) in SIZES.into_iter().enumerate() {
+        let fixture = Fixture::create(&bench.root, entries)?;
+        let paired = measure(&fixture, &baked, Case::Clean, &env, &home)?;
+        let bar = (index == 0).then(|| Bar::at_most("Q1", Q1_MS, Scope::ReferenceOnly));
+        push_case(metrics, &format!("(a) mark-stopped main 0, {entries} entries, {fs_type}"), &paired, bar);
+    }
+    let fixture = Fixture::create(&bench.root, SIZES[0])?;
     let crash = measure(&fixture, &baked, Case::HookCrash, &env, &home)?;
-    push_case(metrics, &format!("(b) leased hook crash, gen matches, {fs_type}"), &crash, false);
+    let name = format!("(b) leased hook crash, gen matches, {} entries, {fs_type}", SIZES[0]);
+    push_case(metrics, &name, &crash, None);
     on_tmpfs(&env, &home, metrics)?;
+    let fixture = Fixture::create(&bench.root, SIZES[0])?;
     if let Some(baseline) = &bench.baseline {
         against_baseline(&fixture, &baked, baseline, &env, &home, metrics)?;
-    }
-
-    if let Some(hyperfine) = &bench.tools.hyperfine {
-        hyperfine_check(bench, hyperfine, &fixture, &baked, &env, &home, metrics)?;
     }
     if let Some(time) = &bench.tools.gnu_time {
         peak_rss(&fixture, time, &baked, &env, &home, metrics)?;
     }
     if bench.callgrind {
-        callgrind(bench, &fixture, &baked, &env, &home, metrics)?;
+        callgrind(bench, &baked, &env, &home, metrics)?;
     }
     bench.root.reset()
 }
 
-/// Interleaved samples of `case` and of `/bin/true`, after one verified untimed run.
+/// Rounds of `case` and of `/bin/true` after one verified untimed run; the fixture is restored before every run.
 fn measure(fixture: &Fixture, baked: &Path, case: Case, env: &[(OsString, OsString)], home: &Path) -> Outcome<Paired> {
     let mut cmd = command_in(env, home, baked);
     cmd.args(case.args(fixture));
     println!(
-        "{SECTION}: {WARMUP} warm-up + {RUNS} timed runs, interleaved with /bin/true, registry restored before each:"
+        "{SECTION}: {WARMUP} warm-up + {RUNS} rounds of this and /bin/true (order alternating), the fixture restored before every run:"
     );
     println!("{}", echo_product(&cmd));
     fixture.restore()?;
     time_once(&mut cmd)?;
     case.verify(fixture)?;
     let mut baseline = command_in(env, home, Path::new("/bin/true"));
-    interleaved(&mut cmd, &mut baseline, WARMUP, RUNS, || fixture.restore())
+    rounds(&mut cmd, &mut baseline, WARMUP, RUNS, || fixture.restore())
 }
 
-/// Q-1.7: case (a) of this build and of the baseline, alternately (A B A B …, the registry restored before each
-/// run), and the two baked sizes (Q2).
+/// Q-1.7: case (a) of this build and of the baseline in the same rounds (the registry restored before each run),
+/// and the two baked sizes (Q2).
 fn against_baseline(
     fixture: &Fixture,
     baked: &Path,
@@ -217,47 +228,41 @@ fn against_baseline(
         cmd
     };
     let (mut new, mut before) = (command(baked), command(old));
-    println!("{SECTION}: (a) of this build and of the {label}, alternately, {WARMUP} warm-up + {RUNS} rounds:");
+    println!("{SECTION}: (a) of this build and of the {label}, {WARMUP} warm-up + {RUNS} rounds (order alternating):");
     println!("{}", echo_product(&before));
     fixture.restore()?;
     time_once(&mut before)?;
     Case::Clean.verify(fixture)?;
-    let paired = alternated(&mut new, &mut before, WARMUP, RUNS, || fixture.restore())?;
-    let ratio = median(&paired.measured) / median(&paired.baseline);
+    let paired = rounds(&mut new, &mut before, WARMUP, RUNS, || fixture.restore())?;
     metrics.push(
-        Metric::sampled(SECTION, "(a) mark-stopped main 0, this build", Unit::Millis, paired.measured)
-            .against_baseline(ratio, &label, true),
+        Metric::sampled(SECTION, "(a) mark-stopped main 0, this build", Unit::Millis, paired.measured.clone())
+            .against_baseline_rounds(paired.ratio(), &label),
     );
     metrics.push(Metric::sampled(
         SECTION,
-        format!("    (a) mark-stopped main 0, {label}"),
+        format!("    (a) mark-stopped main 0, {label}, same rounds"),
         Unit::Millis,
         paired.baseline,
     ));
     Ok(())
 }
 
-/// The case's samples (with the Q1 bar for case (a)) and those of its interleaved baseline; `name` starts with
-/// the case's label, `(a)`, `(b)` or `(c)`.
-fn push_case(metrics: &mut Vec<Metric>, name: &str, paired: &Paired, is_bar_case: bool) {
+/// The case's samples with the median and spread of its per-round ratios to `/bin/true` (and `bar` on the samples),
+/// then the `/bin/true` samples of the same rounds; `name` starts with the case's label, `(a)`, `(b)` or `(c)`.
+fn push_case(metrics: &mut Vec<Metric>, name: &str, paired: &Paired, bar: Option<Bar>) {
     let label = name.split_whitespace().next().unwrap_or(name);
-    let (m, t) = (median(&paired.measured), median(&paired.baseline));
-    let mut metric =
-        Metric::sampled(SECTION, name, Unit::Millis, paired.measured.clone()).with_ratio(m / t, "/bin/true");
-    if is_bar_case {
-        metric = metric.with_bar(Bar::at_most("Q1", Q1_MS, Scope::ReferenceOnly));
+    let mut metric = Metric::sampled(SECTION, name, Unit::Millis, paired.measured.clone())
+        .with_round_ratio(paired.ratio(), "/bin/true");
+    if let Some(bar) = bar {
+        metric = metric.with_bar(bar);
     }
     metrics.push(metric);
     metrics.push(Metric::sampled(
         SECTION,
-        format!("    /bin/true, interleaved with {label}"),
+        format!("    /bin/true, same rounds as {label}"),
         Unit::Millis,
         paired.baseline.clone(),
     ));
-}
-
-fn median(values: &[f64]) -> f64 {
-    super::stats::Summary::of(values).map_or(f64::NAN, |s| s.median)
 }
 
 /// Q2: the baked static binary against 1.5 MiB, and the dev-profile dynamic build for comparison (Q-3.4).
@@ -280,8 +285,9 @@ fn sizes(bench: &Bench, baked: &Path, metrics: &mut Vec<Metric>) -> Outcome<()> 
     Ok(())
 }
 
-/// Case (c): case (a) with the root on tmpfs, which takes the two fsyncs out of the figure (Q-3.3). Its own bake,
-/// for a fixed path under `/dev/shm` so that the bake cache serves later runs.
+/// Case (c): case (a) with the root on tmpfs, which takes the two fsyncs out of the figure (Q-3.3), at both sizes;
+/// the per-round ratios to `/bin/true` carry the bars of issue 12. Its own bake, for a fixed path under `/dev/shm`
+/// so that the bake cache serves later runs.
 fn on_tmpfs(env: &[(OsString, OsString)], home: &Path, metrics: &mut Vec<Metric>) -> Outcome<()> {
     let shm = Path::new("/dev/shm");
     if facts::fs_type(shm) != "tmpfs" {
@@ -291,60 +297,20 @@ fn on_tmpfs(env: &[(OsString, OsString)], home: &Path, metrics: &mut Vec<Metric>
     let root = BenchRoot::at(&shm.join(format!("agent-box-bench-{}", nix::unistd::getuid())));
     let baked = bake_echoed(root.paths.registry(), root.paths.state_dir(), Profile::Epilogue)
         .map_err(|stop| Failure(format!("bake for /dev/shm failed: {}", stop.message)))?;
-    let result = Fixture::create(&root).and_then(|fixture| measure(&fixture, &baked, Case::Clean, env, home));
+    let result = SIZES.into_iter().zip(Q1_RATIO).try_for_each(|(entries, limit)| {
+        let paired = Fixture::create(&root, entries).and_then(|f| measure(&f, &baked, Case::Clean, env, home))?;
+        push_case(metrics, &format!("(c) = (a) on tmpfs, {entries} entries"), &paired, None);
+        let name = format!("    (c) {entries} entries, per-round ratio to /bin/true");
+        metrics.push(Metric::sampled(SECTION, name, Unit::Factor, paired.ratios()).with_bar(Bar::at_most(
+            "Q1",
+            limit,
+            Scope::Everywhere,
+        )));
+        Ok(())
+    });
     // The tmpfs root is memory: never leave it behind, whatever happened.
     let _ = fs::remove_dir_all(&root.root);
-    push_case(metrics, "(c) = (a) on tmpfs /dev/shm", &result?, false);
-    Ok(())
-}
-
-/// Case (a) and `/bin/true` once more through hyperfine (Q-1.5: `-N --warmup 20 --runs N --prepare …
-/// --export-json`), as a cross-check. Informative only: hyperfine runs all samples of one command before the next
-/// one's, so its figures are not interleaved (Q-1.2) and the bar stays on the built-in runner's.
-fn hyperfine_check(
-    bench: &Bench,
-    hyperfine: &Path,
-    fixture: &Fixture,
-    baked: &Path,
-    env: &[(OsString, OsString)],
-    home: &Path,
-    metrics: &mut Vec<Metric>,
-) -> Outcome<()> {
-    // Case (a) changes only the registry, so restoring it is the whole preparation.
-    let copy = fixture.root.root.join("sessions.fixture.json");
-    fs::write(&copy, &fixture.registry).context(|| format!("writing {}", copy.display()))?;
-    let json = bench.dir.join("hyperfine-epilogue.json");
-    let quote = |p: &Path| run::shell_quote(&p.to_string_lossy());
-    let mut cmd = command_in(env, home, hyperfine);
-    cmd.args(["-N", "--style", "none", "--warmup", &WARMUP.to_string(), "--runs", &RUNS.to_string(), "--prepare"])
-        .arg(format!("cp {} {}", quote(&copy), quote(fixture.root.paths.registry())))
-        .arg("--export-json")
-        .arg(&json)
-        .arg(format!("{} main 0", quote(baked)))
-        .arg("/bin/true");
-    let out = output(&mut cmd).context(|| "running hyperfine".into())?;
-    if !out.status.success() {
-        return fail(format!("hyperfine exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
-    }
-    let text = fs::read_to_string(&json).context(|| format!("reading {}", json.display()))?;
-    let [a, t] = hyperfine_times(&text).context(|| format!("unexpected hyperfine export {}", json.display()))?;
-    let ratio = median(&a) / median(&t);
-    metrics.push(
-        Metric::sampled(SECTION, "(a) again, hyperfine, not interleaved", Unit::Millis, a)
-            .with_ratio(ratio, "/bin/true (hyperfine)"),
-    );
-    metrics.push(Metric::sampled(SECTION, "    /bin/true, hyperfine", Unit::Millis, t));
-    Ok(())
-}
-
-/// The sample times (ms) of the two commands of a hyperfine JSON export.
-fn hyperfine_times(text: &str) -> Option<[Vec<f64>; 2]> {
-    let value: Value = serde_json::from_str(text).ok()?;
-    let times = |i: usize| -> Option<Vec<f64>> {
-        let list = value.get("results")?.get(i)?.get("times")?.as_array()?;
-        list.iter().map(|t| t.as_f64().map(|s| s * 1000.0)).collect()
-    };
-    Some([times(0)?, times(1)?])
+    result
 }
 
 /// Peak RSS of case (a) through GNU time (Q-1.5), for reference.
@@ -367,10 +333,10 @@ fn peak_rss(
     Ok(())
 }
 
-/// `Ir` of cases (a) and (b) under callgrind (Q-1.4), when valgrind is installed.
+/// `Ir` of case (a) at both sizes and of case (b) under callgrind (Q-1.4), when valgrind is installed; with
+/// `--baseline`, also of the baseline's bake on the same fixtures, and the ratio this build / baseline.
 fn callgrind(
     bench: &Bench,
-    fixture: &Fixture,
     baked: &Path,
     env: &[(OsString, OsString)],
     home: &Path,
@@ -380,18 +346,34 @@ fn callgrind(
         println!("{SECTION}: --callgrind needs valgrind (Debian: sudo apt-get install valgrind); skipped");
         return Ok(());
     };
-    for (case, name) in
-        [(Case::Clean, "(a) instructions (callgrind)"), (Case::HookCrash, "(b) instructions (callgrind)")]
-    {
-        fixture.restore()?;
-        let out_file =
-            bench.dir.join(format!("callgrind.epilogue-{}.out", if case == Case::Clean { "a" } else { "b" }));
-        let mut cmd = command_in(env, home, valgrind);
-        cmd.arg("--tool=callgrind").arg(format!("--callgrind-out-file={}", out_file.display())).arg(baked);
-        cmd.args(case.args(fixture));
-        let ir = callgrind_ir(&mut cmd, &out_file)?;
-        case.verify(fixture)?;
-        metrics.push(Metric::single(SECTION, name, Unit::Instr, ir));
+    let old = bench.baseline.as_ref().and_then(|b| b.baked.as_deref().map(|path| (b.label(), path)));
+    let runs = [(Case::Clean, SIZES[0], "a"), (Case::Clean, SIZES[1], "a"), (Case::HookCrash, SIZES[0], "b")];
+    for (case, entries, label) in runs {
+        let count = |binary: &Path, who: &str| -> Outcome<f64> {
+            let fixture = Fixture::create(&bench.root, entries)?;
+            let out_file = bench.dir.join(format!("callgrind.epilogue-{label}-{entries}-{who}.out"));
+            let mut cmd = command_in(env, home, valgrind);
+            cmd.arg("--tool=callgrind").arg(format!("--callgrind-out-file={}", out_file.display())).arg(binary);
+            cmd.args(case.args(&fixture));
+            let ir = callgrind_ir(&mut cmd, &out_file)?;
+            case.verify(&fixture)?;
+            Ok(ir)
+        };
+        let ir = count(baked, "new")?;
+        let name = format!("({label}) {entries} entries, instructions (callgrind)");
+        match &old {
+            Some((old_label, old_baked)) => {
+                let before = count(old_baked, "old")?;
+                metrics.push(Metric::single(SECTION, name, Unit::Instr, ir).against_baseline(
+                    ir / before,
+                    old_label,
+                    false,
+                ));
+                let old_name = format!("    ({label}) {entries} entries, instructions, {old_label}");
+                metrics.push(Metric::single(SECTION, old_name, Unit::Instr, before));
+            }
+            None => metrics.push(Metric::single(SECTION, name, Unit::Instr, ir)),
+        }
     }
     Ok(())
 }
@@ -418,14 +400,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_hyperfine_export() {
-        let text =
-            r#"{"results":[{"command":"a","median":0.002,"times":[0.001,0.002]},{"command":"t","times":[0.0005]}]}"#;
-        assert_eq!(hyperfine_times(text), Some([vec![1.0, 2.0], vec![0.5]]));
-        assert_eq!(hyperfine_times("{}"), None);
-    }
-
-    #[test]
     fn reads_callgrind_summary() {
         assert_eq!(parse_ir("events: Ir\nfn=main\n5 10\nsummary: 123456\n"), Some(123456.0));
         assert_eq!(parse_ir("totals: 77\n"), Some(77.0));
@@ -436,9 +410,9 @@ mod tests {
     fn fixture_restores_every_changed_file() {
         let dir = tempfile::tempdir().unwrap();
         let root = BenchRoot::at(dir.path());
-        let fixture = Fixture::create(&root).unwrap();
+        let fixture = Fixture::create(&root, 200).unwrap();
         let doc = Document::parse(&fs::read(root.paths.registry()).unwrap()).unwrap();
-        assert_eq!(doc.names().count(), 20);
+        assert_eq!(doc.names().count(), 200);
         assert!(registry::is_uuid(&fixture.gen_));
         fs::write(root.paths.registry(), b"changed").unwrap();
         fs::write(root.paths.hook_log(), b"changed").unwrap();

@@ -114,12 +114,52 @@ fn mem_total_kib(meminfo: &str) -> u64 {
     line.and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
-/// The file-system type of `dir` as `stat -f -c %T` names it (the spec's wording, so the report and a reader
-/// checking by hand agree).
+/// The file-system type of `dir` as the kernel names it in `/proc/self/mountinfo` (`ext4`, `tmpfs`, `overlay`…): the
+/// type of the mount whose mount point is the longest prefix of the directory's canonical path. (`stat -f` reads the
+/// superblock magic, which ext2, ext3 and ext4 share: it called ext4 "ext2/ext3".) A directory that does not exist
+/// yet is judged by its nearest existing ancestor.
 pub fn fs_type(dir: &Path) -> String {
-    let mut cmd = run::command("stat");
-    cmd.args(["-f", "-c", "%T"]).arg(dir);
-    first_line(&mut cmd)
+    let existing = dir.ancestors().find(|a| a.exists()).unwrap_or(Path::new("/"));
+    let path = fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf());
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    mount_type(&mountinfo, &path).unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// The type of the mount of `mountinfo` whose mount point (field 5, octal escapes undone) is the longest prefix of
+/// `path`; the type is the first field after the ` - ` separator. Later lines win a tie (a mount over a mount).
+fn mount_type(mountinfo: &str, path: &Path) -> Option<String> {
+    let mut best: Option<(usize, String)> = None;
+    for line in mountinfo.lines() {
+        let (before, after) = line.split_once(" - ")?;
+        let point = unescape_octal(before.split(' ').nth(4)?);
+        let fs_type = after.split(' ').next()?;
+        let point_path = Path::new(&point);
+        if path.starts_with(point_path) && best.as_ref().is_none_or(|(len, _)| point.len() >= *len) {
+            best = Some((point.len(), fs_type.to_owned()));
+        }
+    }
+    best.map(|(_, fs_type)| fs_type)
+}
+
+/// mountinfo writes space, tab, newline and backslash in paths as `\ooo`.
+fn unescape_octal(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        let octal = bytes.get(at + 1..at + 4).filter(|d| byte == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(digits) => {
+                out.push(digits.iter().fold(0u8, |acc, d| acc.wrapping_mul(8).wrapping_add(d - b'0')));
+                at += 4;
+            }
+            None => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The first output line of `program args`, or `unknown`.
@@ -162,7 +202,7 @@ mod tests {
             cpu: "x".into(),
             cores: 2,
             mem_kib: 24_683_656,
-            state_fs: "ext2/ext3".into(),
+            state_fs: "ext4".into(),
             tmux: "tmux 3.3a".into(),
             rustc: "rustc 1.95.0 (59807616e 2026-04-14)".into(),
             revision: "abc".into(),
@@ -174,6 +214,29 @@ mod tests {
         assert!(reference().reference_mismatches().is_empty());
         let other = Facts { cores: 8, state_fs: "tmpfs".into(), ..reference() };
         assert_eq!(other.reference_mismatches(), ["8 cores", "state directory on tmpfs"]);
+    }
+
+    #[test]
+    fn the_file_system_type_is_the_longest_mount_point_prefix() {
+        let mountinfo = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+23 22 0:21 / /dev/shm rw,nosuid shared:2 - tmpfs tmpfs rw
+24 22 0:22 / /work/my\\040dir rw shared:3 - overlay overlay rw
+25 22 0:23 / /dev/shmx rw - xfs /dev/sdb rw
+";
+        let at = |p: &str| mount_type(mountinfo, Path::new(p));
+        assert_eq!(at("/home/agent").as_deref(), Some("ext4"));
+        assert_eq!(at("/dev/shm/agent-box").as_deref(), Some("tmpfs"));
+        assert_eq!(at("/dev/shmx/a").as_deref(), Some("xfs"), "a prefix of path components, not of text");
+        assert_eq!(at("/work/my dir/x").as_deref(), Some("overlay"));
+        assert_eq!(unescape_octal("a\\134b\\011"), "a\\b\t");
+    }
+
+    #[test]
+    fn the_file_system_type_of_this_machine_is_named() {
+        let here = fs_type(Path::new("/proc/self"));
+        assert_eq!(here, "proc");
+        assert_ne!(fs_type(Path::new("/no/such/dir/below/root")), "unknown");
     }
 
     #[test]

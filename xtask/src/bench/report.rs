@@ -1,9 +1,10 @@
 //! Metrics, their bars and verdicts, and the two outputs of bench: the table on stdout and
 //! `target/bench/report.json` (spec 90: per metric samples, median, p95, bar, ratio, verdict).
 
-use agent_box_types::bench::{BarReport, MetricReport, RatioReport};
+use agent_box_types::bench::{BarReport, MetricReport, RatioReport, SpreadReport};
 
 use super::baseline::FLAG_ABOVE;
+use super::runner::Spread;
 use super::stats::Summary;
 
 /// How a metric's values read.
@@ -94,11 +95,23 @@ impl Bar {
     }
 }
 
-/// A figure divided by a baseline measured in the same run.
+/// A figure divided by a baseline measured in the same run; `spread` when it is the median of per-round
+/// ratios.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ratio {
     pub value: f64,
     pub against: String,
+    pub spread: Option<Spread>,
+}
+
+impl Ratio {
+    fn show(&self) -> String {
+        let mut text = format!("{} x {}", three_digits(self.value), self.against);
+        if let Some(s) = &self.spread {
+            text.push_str(&format!(" [IQR {}-{}, {} rounds]", three_digits(s.q1), three_digits(s.q3), s.n));
+        }
+        text
+    }
 }
 
 /// The outcome of one metric.
@@ -166,13 +179,24 @@ impl Metric {
         self
     }
     pub fn with_ratio(mut self, value: f64, against: impl Into<String>) -> Self {
-        self.ratio = Some(Ratio { value, against: against.into() });
+        self.ratio = Some(Ratio { value, against: against.into(), spread: None });
+        self
+    }
+    /// The median of per-round ratios, with their spread (Q-1.2, issue 12).
+    pub fn with_round_ratio(mut self, spread: Spread, against: impl Into<String>) -> Self {
+        self.ratio = Some(Ratio { value: spread.median, against: against.into(), spread: Some(spread) });
         self
     }
     /// The ratio this build / the baseline; a timed one above [`FLAG_ABOVE`] is flagged.
     pub fn against_baseline(mut self, value: f64, label: impl Into<String>, timed: bool) -> Self {
-        self.ratio = Some(Ratio { value, against: label.into() });
+        self.ratio = Some(Ratio { value, against: label.into(), spread: None });
         self.flag_above = timed.then_some(FLAG_ABOVE);
+        self
+    }
+    /// [`Metric::against_baseline`] with the median and spread of per-round ratios.
+    pub fn against_baseline_rounds(mut self, spread: Spread, label: impl Into<String>) -> Self {
+        self.ratio = Some(Ratio { value: spread.median, against: label.into(), spread: Some(spread) });
+        self.flag_above = Some(FLAG_ABOVE);
         self
     }
     pub fn summary(&self) -> Option<Summary> {
@@ -230,7 +254,7 @@ fn row(metric: &Metric, reference: bool) -> [String; 8] {
         show(|s| s.median),
         if n > 1 { show(|s| s.p95) } else { "-".to_owned() },
         metric.bar.map_or("-".to_owned(), |b| b.show(metric.unit)),
-        metric.ratio.as_ref().map_or("-".to_owned(), |r| format!("{} x {}", three_digits(r.value), r.against)),
+        metric.ratio.as_ref().map_or("-".to_owned(), Ratio::show),
         metric.verdict(reference).label().to_owned(),
     ]
 }
@@ -261,7 +285,11 @@ pub fn metric_report(metric: &Metric, reference: bool) -> MetricReport {
         mad: pick(|s| s.mad),
         values: (metric.values.len() > 1).then(|| metric.values.clone()),
         bar: metric.bar.map(bar_report),
-        ratio: metric.ratio.as_ref().map(|r| RatioReport { value: r.value, against: r.against.clone() }),
+        ratio: metric.ratio.as_ref().map(|r| RatioReport {
+            value: r.value,
+            against: r.against.clone(),
+            spread: r.spread.map(|s| SpreadReport { rounds: s.n, q1: s.q1, q3: s.q3, min: s.min, max: s.max }),
+        }),
         verdict: metric.verdict(reference).json().to_owned(),
     }
 }

@@ -1,6 +1,7 @@
 //! bench section `tick` (spec 90 §4, bars Q3 and Q5): a supervisor loop with 200 live entries and nothing to do,
-//! observed over 30 ticks: CPU per tick, tmux processes per tick, writes, memory; and the same with 20 entries
-//! for the 200/20 ratio.
+//! observed over 30 ticks: CPU per tick, tmux processes per tick, writes, memory. A loop with 20 entries runs at the
+//! same time in its own sandbox and is sampled in the same rounds (one round per tick of the large loop), so the
+//! 200/20 ratio of CPU per tick is taken per round, under the same load, and reported with its spread.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,6 +19,7 @@ use super::epilogue::callgrind_ir;
 use super::fail::{Context, Outcome};
 use super::procfs::{self, CpuTicks, Memory};
 use super::report::{Bar, Metric, Scope, Unit};
+use super::runner::{Paired, Spread};
 use super::world::{LoopWorld, command_in, identity, mtimes, sandbox_env};
 use crate::run;
 
@@ -34,6 +36,17 @@ const Q3_CPU_MS: f64 = 5.0;
 const Q5_RSS_KIB: f64 = 8192.0;
 const Q5_GROWTH_KIB: f64 = 256.0;
 
+/// The 20-entry loop sampled alongside, round by round.
+#[derive(Debug, Default)]
+struct Companion {
+    /// Scheduler run time per tick of each round, in ms (rounds in which it did not tick are left out).
+    per_tick_ms: Vec<f64>,
+    /// Large / small CPU per tick, per round in which both have a figure.
+    ratios: Vec<f64>,
+    cpu: CpuTicks,
+    ticks: usize,
+}
+
 /// What one observation window measured.
 #[derive(Debug)]
 struct Observed {
@@ -49,38 +62,57 @@ struct Observed {
     heartbeats: usize,
     memory_5: Memory,
     memory_30: Memory,
+    companion: Option<Companion>,
 }
 
 /// The tick section.
 pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     let big = LoopWorld::start(SECTION, 200, 20, "256")?;
-    let large = big.observe()?;
+    let small = LoopWorld::start(SECTION, 20, 2, "256")?;
+    let large = big.observe(Some(&small))?;
+    drop(small);
     let clk = procfs::clock_ticks_per_second()?;
     push_cpu(metrics, 200, &large, clk);
     push_counts(metrics, &large);
     push_memory(metrics, &large);
+    if let Some(companion) = &large.companion {
+        push_companion(metrics, companion, clk);
+    }
     big.strace_locks(bench, metrics)?;
     if bench.callgrind {
         big.callgrind_once(bench, metrics)?;
     }
     drop(big);
-    let small_world = LoopWorld::start(SECTION, 20, 2, "256")?;
-    let small = small_world.observe()?;
-    drop(small_world);
-    push_cpu(metrics, 20, &small, clk);
-    let (per_large, per_small) = (cpu_ms(&large, clk), cpu_ms(&small, clk));
-    let (precise_large, precise_small) = (median(&large.per_tick_ms), median(&small.per_tick_ms));
-    // The scheduler clock resolves a 1 ms tick; the 10 ms clock ticks of /proc/<pid>/stat do not.
-    let (ratio, how) = if precise_small > 0.0 {
-        (precise_large / precise_small, "schedstat")
-    } else {
-        (per_large / per_small, "utime+stime")
-    };
-    metrics.push(Metric::single(SECTION, format!("CPU per tick, 200 / 20 entries ({how})"), Unit::Factor, ratio));
     if let Some(baseline) = &bench.baseline {
         against_baseline(bench, baseline, clk, metrics)?;
     }
     Ok(())
+}
+
+/// The 20-entry loop's CPU per tick over the same window, and the per-round 200/20 ratio with its spread.
+fn push_companion(metrics: &mut Vec<Metric>, companion: &Companion, clk: f64) {
+    let own = companion.cpu.own as f64 / clk * 1000.0 / companion.ticks.max(1) as f64;
+    metrics.push(
+        Metric::single(SECTION, "CPU per tick, 20 entries (utime+stime), same window", Unit::Millis, own)
+            .with_ratio(own / PERIOD_MS, "2 s tick period"),
+    );
+    if !companion.per_tick_ms.is_empty() {
+        metrics.push(Metric::sampled(
+            SECTION,
+            "    per tick, scheduler clock, 20 entries, same rounds",
+            Unit::Millis,
+            companion.per_tick_ms.clone(),
+        ));
+        metrics.push(
+            Metric::sampled(
+                SECTION,
+                "CPU per tick, 200 / 20 entries (scheduler clock)",
+                Unit::Factor,
+                companion.ratios.clone(),
+            )
+            .with_round_ratio(Spread::of(&companion.ratios), "20 entries, same round"),
+        );
+    }
 }
 
 /// The builds of the observation windows when comparing with `--baseline`, in order: A B B A, so that a drift of
@@ -103,19 +135,20 @@ fn against_baseline(bench: &Bench, baseline: &Baseline, clk: f64, metrics: &mut 
             world.switch_to(if this_build { &bench.release } else { &baseline.release })?;
             running_new = this_build;
         }
-        let observed = world.observe()?;
+        let observed = world.observe(None)?;
         if this_build { new.push(observed) } else { old.push(observed) }
     }
     drop(world);
     let per_tick = |o: &[Observed]| -> Vec<f64> { o.iter().map(|o| cpu_ms(o, clk)).collect() };
     let precise = |o: &[Observed]| -> Vec<f64> { o.iter().flat_map(|o| o.per_tick_ms.clone()).collect() };
-    let ratio = |a: &[f64], b: &[f64]| median(a) / median(b);
+    // Rounds: the windows A B and B A; within a round, window k of one build against window k of the other.
+    let ratio = |a: &[f64], b: &[f64]| Paired { measured: a.to_vec(), baseline: b.to_vec() }.ratio();
     let (new_cpu, old_cpu) = (per_tick(&new), per_tick(&old));
     let name = |what: &str, who: &str| format!("CPU per tick, 200 entries ({what}), {who}");
     let cpu_ratio = ratio(&new_cpu, &old_cpu);
     metrics.push(
         Metric::sampled(SECTION, name("utime+stime", "this build"), Unit::Millis, new_cpu)
-            .against_baseline(cpu_ratio, &label, true),
+            .against_baseline_rounds(cpu_ratio, &label),
     );
     metrics.push(Metric::sampled(SECTION, format!("    {}", name("utime+stime", &label)), Unit::Millis, old_cpu));
     let (new_precise, old_precise) = (precise(&new), precise(&old));
@@ -123,7 +156,7 @@ fn against_baseline(bench: &Bench, baseline: &Baseline, clk: f64, metrics: &mut 
         let precise_ratio = ratio(&new_precise, &old_precise);
         metrics.push(
             Metric::sampled(SECTION, name("scheduler clock", "this build"), Unit::Millis, new_precise)
-                .against_baseline(precise_ratio, &label, true),
+                .against_baseline_rounds(precise_ratio, &label),
         );
         metrics.push(Metric::sampled(
             SECTION,
@@ -233,8 +266,9 @@ impl LoopWorld {
         })
     }
 
-    /// a window of exactly 30 ticks, from just after one tick to just after the 30th next one.
-    fn observe(&self) -> Outcome<Observed> {
+    /// a window of exactly 30 ticks, from just after one tick to just after the 30th next one; with a
+    /// `companion` loop, that loop is sampled at the same instants (one round per tick of this one).
+    fn observe(&self, companion: Option<&LoopWorld>) -> Outcome<Observed> {
         let first = self.ticks() + 1;
         self.wait_ticks(first)?;
         std::thread::sleep(SETTLE);
@@ -242,13 +276,19 @@ impl LoopWorld {
         println!("{SECTION}: observing {OBSERVED} ticks of {} entries (about {} s)", self.entries, OBSERVED * 2);
         let mut per_tick_ms = Vec::new();
         let mut previous_ns = procfs::run_time_ns(self.pid);
+        let mut other = companion.map(Sampler::start).transpose()?;
         let (mut memory_5, mut memory_30) = (None, None);
         for k in 1..=OBSERVED {
             self.wait_ticks(start.ticks + k)?;
             std::thread::sleep(SETTLE);
             let now_ns = procfs::run_time_ns(self.pid);
-            if let (Some(before), Some(after)) = (previous_ns, now_ns) {
-                per_tick_ms.push(after.saturating_sub(before) as f64 / 1e6);
+            let this_tick = match (previous_ns, now_ns) {
+                (Some(before), Some(after)) => Some(after.saturating_sub(before) as f64 / 1e6),
+                _ => None,
+            };
+            per_tick_ms.extend(this_tick);
+            if let Some(other) = other.as_mut() {
+                other.round(this_tick);
             }
             previous_ns = now_ns;
             match k {
@@ -276,6 +316,7 @@ impl LoopWorld {
             heartbeats,
             memory_5: memory_5.context(|| "no memory reading at tick 5".into())?,
             memory_30: memory_30.context(|| "no memory reading at tick 30".into())?,
+            companion: other.map(Sampler::finish).transpose()?,
         })
     }
 
@@ -311,12 +352,16 @@ impl LoopWorld {
         Ok(())
     }
 
-    /// `Ir` of `agent-box-supervisor --once` against the same state (the tmux child is not traced).
+    /// `Ir` of `agent-box-supervisor --once` against the same state (the tmux child is not traced). The
+    /// loop is stopped first (SIGTERM leaves every pane running): a second supervisor on the same registry refuses to
+    /// start (issue 11's single-instance lock), so `--once` beside the loop exits 2 and counts nothing.
     fn callgrind_once(&self, bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
         let Some(valgrind) = &bench.tools.valgrind else {
             println!("{SECTION}: --callgrind needs valgrind (Debian: sudo apt-get install valgrind); skipped");
             return Ok(());
         };
+        self.sandbox.signal(self.pid, Signal::SIGTERM);
+        self.sandbox.wait_exit(self.pid, Duration::from_secs(30));
         let out_file = bench.dir.join("callgrind.supervisor-once.out");
         let env = sandbox_env(&self.sandbox);
         let mut cmd = command_in(&env, self.sandbox.home(), valgrind);
@@ -330,6 +375,52 @@ impl LoopWorld {
             ir,
         ));
         Ok(())
+    }
+}
+
+/// Samples a companion loop at the observed loop's instants: its scheduler run time and tick count per round.
+struct Sampler<'a> {
+    world: &'a LoopWorld,
+    start_cpu: CpuTicks,
+    start_ticks: usize,
+    ticks: usize,
+    run_ns: Option<u64>,
+    out: Companion,
+}
+
+impl<'a> Sampler<'a> {
+    fn start(world: &'a LoopWorld) -> Outcome<Self> {
+        let ticks = world.ticks();
+        let start_cpu = procfs::cpu_ticks(world.pid)?;
+        Ok(Self {
+            world,
+            start_cpu,
+            start_ticks: ticks,
+            ticks,
+            run_ns: procfs::run_time_ns(world.pid),
+            out: Companion::default(),
+        })
+    }
+
+    /// One round: the companion's run time per tick since the last round, and its ratio to `large_ms` (the observed
+    /// loop's tick of this round). A round in which the companion did not tick gives no figure.
+    fn round(&mut self, large_ms: Option<f64>) {
+        let (ticks, run_ns) = (self.world.ticks(), procfs::run_time_ns(self.world.pid));
+        if let (Some(before), Some(after), true) = (self.run_ns, run_ns, ticks > self.ticks) {
+            let small = after.saturating_sub(before) as f64 / 1e6 / (ticks - self.ticks) as f64;
+            if small > 0.0 {
+                self.out.per_tick_ms.push(small);
+                self.out.ratios.extend(large_ms.map(|large| large / small));
+            }
+        }
+        (self.ticks, self.run_ns) = (ticks, run_ns);
+    }
+
+    fn finish(mut self) -> Outcome<Companion> {
+        let cpu = procfs::cpu_ticks(self.world.pid)?;
+        self.out.cpu = CpuTicks { own: cpu.own - self.start_cpu.own, children: cpu.children - self.start_cpu.children };
+        self.out.ticks = self.world.ticks() - self.start_ticks;
+        Ok(self.out)
     }
 }
 

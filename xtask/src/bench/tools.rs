@@ -1,6 +1,7 @@
-//! The optional public tools of spec 90 Q-1.5 (hyperfine, valgrind, strace, GNU time): found on `PATH` or not.
+//! The optional public tools of spec 90 that bench uses (valgrind, strace, GNU time): found on `PATH` or not.
 //! bench never installs anything; for a missing tool it prints one `apt-get install` line and carries on with
-//! its built-in means.
+//! its built-in means. hyperfine is not used: it runs all samples of one command before the other's, and every
+//! timed comparison here is sampled in rounds (Q-1.2, issue 12).
 
 use std::env;
 use std::ffi::OsStr;
@@ -10,7 +11,6 @@ use std::path::{Path, PathBuf};
 /// Paths of the tools that are installed.
 #[derive(Debug, Clone, Default)]
 pub struct Tools {
-    pub hyperfine: Option<PathBuf>,
     pub valgrind: Option<PathBuf>,
     pub strace: Option<PathBuf>,
     /// GNU time, for the peak RSS of a short process (`-f %M`).
@@ -22,7 +22,6 @@ impl Tools {
         let path = env::var_os("PATH").unwrap_or_default();
         let find = |name: &str| find_on_path(&path, name);
         Self {
-            hyperfine: find("hyperfine"),
             valgrind: find("valgrind"),
             strace: find("strace"),
             // The shell keyword `time` is not it; Debian's package `time` installs /usr/bin/time.
@@ -33,9 +32,6 @@ impl Tools {
     /// The Debian packages of the missing tools that this run would use (`callgrind`: valgrind is wanted).
     pub fn missing_packages(&self, callgrind: bool) -> Vec<&'static str> {
         let mut missing = Vec::new();
-        if self.hyperfine.is_none() {
-            missing.push("hyperfine");
-        }
         if self.valgrind.is_none() && callgrind {
             missing.push("valgrind");
         }
@@ -52,8 +48,7 @@ impl Tools {
     pub fn line(&self) -> String {
         let show = |name: &str, p: &Option<PathBuf>| format!("{name} {}", if p.is_some() { "yes" } else { "no" });
         format!(
-            "tools      {}, {}, {}, {}",
-            show("hyperfine", &self.hyperfine),
+            "tools      {}, {}, {}",
             show("valgrind", &self.valgrind),
             show("strace", &self.strace),
             show("GNU time", &self.gnu_time)
@@ -87,8 +82,8 @@ mod tests {
     fn hint_lists_packages_once() {
         assert_eq!(install_hint(&[]), None);
         assert_eq!(
-            install_hint(&["hyperfine", "time"]).unwrap(),
-            "bench: optional tools missing, using the built-in runner instead; to add them: sudo apt-get install hyperfine time"
+            install_hint(&["valgrind", "time"]).unwrap(),
+            "bench: optional tools missing, using the built-in runner instead; to add them: sudo apt-get install valgrind time"
         );
     }
 

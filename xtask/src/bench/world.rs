@@ -46,10 +46,9 @@ fn parent(path: &Path) -> PathBuf {
     path.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
-/// The environment a sandbox gives its products (80 I3), read back from a command it built.
+/// The environment a sandbox gives its products (80 I3).
 pub fn sandbox_env(sandbox: &Sandbox) -> Vec<(OsString, OsString)> {
-    let probe = sandbox.cmd("agent-box-mark-stopped");
-    probe.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect()
+    sandbox.env_pairs().map(|(k, v)| (OsString::from(k), v.clone())).collect()
 }
 
 /// `program` with exactly the sandbox environment, run in the sandbox HOME, output discarded: for programs the

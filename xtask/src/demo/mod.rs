@@ -1,4 +1,4 @@
-//! `cargo xtask demo` (70 XT-3): about 20 s of the supervisor doing its main job on an embedded default
+//! `cargo xtask demo` (70 XT-3): a few seconds of the supervisor doing its main job on an embedded default
 //! configuration, in a private root and on a private tmux socket, then everything torn down.
 
 mod show;

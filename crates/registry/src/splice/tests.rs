@@ -1,0 +1,198 @@
+//! The fast one-entry edit against the full parse: same classification, same bytes, and no recognition outside the
+//! plain subset.
+
+use rand::{Rng, RngExt, SeedableRng};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::Document;
+
+fn name(text: &str) -> SessionName {
+    SessionName::parse(text).unwrap()
+}
+
+/// What the full path writes after setting `key` to `value` in `sessions.<name>`: `None` when it writes nothing
+/// (entry absent or not an object, or already holding the value).
+fn full_path(bytes: &[u8], name: &SessionName, key: &str, value: &Value) -> Option<Vec<u8>> {
+    let mut doc = Document::parse(bytes).ok()?;
+    let mut entry = doc.entry_mut(name)?;
+    entry.set(key, value.clone()).then(|| doc.to_bytes())
+}
+
+/// The same through [`Canonical`], or `None` when it does not recognise the bytes.
+fn fast_path(bytes: &[u8], name: &SessionName, key: &str, value: &Value) -> Option<Option<Vec<u8>>> {
+    let canonical = Canonical::scan(bytes, name)?;
+    let Some(mut entry) = canonical.entry() else { return Some(None) };
+    let changed = crate::EntryMut::of(&mut entry).set(key, value.clone());
+    Some(changed.then(|| canonical.with_entry(&entry).unwrap().to_vec()))
+}
+
+fn pretty(value: &Value) -> Vec<u8> {
+    Document::parse(value.to_string().as_bytes()).unwrap().to_bytes()
+}
+
+#[test]
+fn a_registry_written_by_the_workspace_is_recognised_and_edited_identically() {
+    let doc = json!({"version": 1, "z": {"a": [1, {"b": null}], "e": {}, "l": []}, "sessions": {
+        "main": {"agent": "tool", "extraArgs": ["--as", "main"], "died": 3, "hook": {"source": "github"}},
+        "other": {"agent": "claude", "n": -42, "t": "tab\there \"q\" back\\slash é 😀 \u{7f}"},
+        "odd": 7,
+        "empty": {}
+    }, "after": true});
+    let bytes = pretty(&doc);
+    for (who, key, value) in [
+        ("main", "stopped", json!(true)),
+        ("main", "died", json!(7)),
+        ("main", "died", json!(3)),
+        ("other", "stopped", json!(true)),
+        ("empty", "died", json!(1)),
+        ("odd", "stopped", json!(true)),
+        ("gone", "stopped", json!(true)),
+    ] {
+        let fast = fast_path(&bytes, &name(who), key, &value).expect("recognised");
+        assert_eq!(fast, full_path(&bytes, &name(who), key, &value), "{who} {key}");
+    }
+    let found = |who: &str| Canonical::scan(&bytes, &name(who)).unwrap().found().clone();
+    assert!(matches!(found("main"), Found::Object(_)));
+    assert_eq!(found("odd"), Found::NotObject);
+    assert_eq!(found("gone"), Found::Absent);
+}
+
+#[test]
+fn an_empty_sessions_object_holds_nothing() {
+    let bytes = b"{\n  \"version\": 1,\n  \"sessions\": {}\n}\n";
+    assert_eq!(Canonical::scan(bytes, &name("a")).unwrap().found(), &Found::Absent);
+}
+
+#[test]
+fn anything_outside_the_plain_subset_goes_to_the_full_path() {
+    let good = pretty(&json!({"version": 1, "sessions": {"a": {"agent": "tool"}}}));
+    assert!(Canonical::scan(&good, &name("a")).is_some());
+    let text = String::from_utf8(good).unwrap();
+    let variants = [
+        text.replace("\"tool\"", "\"t\\u0041\""),
+        text.replace("\"tool\"", "\"t\\/\""),
+        text.replace("\"tool\"", "1.5"),
+        text.replace("\"tool\"", "1e3"),
+        text.replace("\"tool\"", "-0"),
+        text.replace("\"tool\"", "007"),
+        text.replace("\"tool\"", "1234567890123456789"),
+        text.replace("\"tool\"", "\"a\u{1}b\""),
+        text.replace("\"agent\": \"tool\"", "\"agent\": \"tool\",\n      \"agent\": \"x\""),
+        text.replace("\"sessions\": {", "\"sessions\": {\n    \"a\": 1,"),
+        text.replace("  ", "\t"),
+        text.replace(": ", ":"),
+        text.replace('\n', "\r\n"),
+        text.trim_end().to_owned(),
+        format!("{text}\n"),
+        format!("\u{feff}{text}"),
+        format!("{text}{{}}"),
+        "{\"version\":1,\"sessions\":{\"a\":{}}}\n".to_owned(),
+        "{\n  \"version\": 1\n}\n".to_owned(),
+        "{\n  \"sessions\": []\n}\n".to_owned(),
+        "[\n  1\n]\n".to_owned(),
+    ];
+    for variant in &variants {
+        assert!(Canonical::scan(variant.as_bytes(), &name("a")).is_none(), "recognised: {variant:?}");
+    }
+    let mut deep = json!(1);
+    for _ in 0..MAX_DEPTH {
+        deep = json!([deep]);
+    }
+    let nested = pretty(&json!({"sessions": {"a": {"deep": deep}}}));
+    assert!(Canonical::scan(&nested, &name("a")).is_none(), "nesting beyond the bound");
+    assert!(Canonical::scan(b"{\n  \"sessions\": {}\n}\n\xff", &name("a")).is_none(), "not UTF-8");
+}
+
+#[test]
+fn duplicate_keys_are_found_in_small_and_large_objects() {
+    let mut small: Vec<&[u8]> = vec![b"a", b"b", b"a"];
+    assert!(has_duplicates(&mut small));
+    let mut same_tags: Vec<&[u8]> = vec![b"abc", b"axc", b"", b"ayc"];
+    assert!(!has_duplicates(&mut same_tags), "equal length and end bytes are not equal keys");
+    same_tags.push(b"");
+    assert!(has_duplicates(&mut same_tags));
+    let names: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    let mut large: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+    assert!(!has_duplicates(&mut large));
+    large.push(b"k7");
+    assert!(has_duplicates(&mut large));
+}
+
+/// Random values of the kinds registries hold; unless `plain`, also outside the subset (floats, control characters
+/// written as `\u00XX`, numbers of 19 and 20 digits).
+struct Values<R> {
+    rng: R,
+    plain: bool,
+}
+
+impl<R: Rng> Values<R> {
+    fn value(&mut self, depth: usize) -> Value {
+        match self.rng.random_range(0..if depth > 3 { 5 } else { 7 }) {
+            0 => Value::Null,
+            1 => Value::Bool(self.rng.random()),
+            2 => self.number(),
+            3 | 4 => Value::String(self.string()),
+            5 => Value::Array((0..self.rng.random_range(0..4)).map(|_| self.value(depth + 1)).collect()),
+            _ => self.object(depth, 5),
+        }
+    }
+
+    fn object(&mut self, depth: usize, most: usize) -> Value {
+        Value::Object((0..self.rng.random_range(0..most)).map(|_| (self.string(), self.value(depth + 1))).collect())
+    }
+
+    fn number(&mut self) -> Value {
+        match (self.plain, self.rng.random_range(0..4)) {
+            (false, 0) => json!(self.rng.random::<u64>()),
+            (false, 1) => json!(self.rng.random::<f64>()),
+            (_, 2) => json!(self.rng.random_range(-1000..1000)),
+            _ => json!(self.rng.random_range(-99_999_999_999_999_999_i64..=999_999_999_999_999_999)),
+        }
+    }
+
+    fn string(&mut self) -> String {
+        const PLAIN: [char; 14] = ['a', 'b', 'Z', '0', ' ', '"', '\\', '/', '\n', '\t', '\u{7f}', 'é', '😀', '#'];
+        const ODD: [char; 2] = ['\u{1}', '\u{1f}'];
+        (0..self.rng.random_range(0..6))
+            .map(|_| match self.rng.random_range(0..if self.plain { PLAIN.len() } else { PLAIN.len() + 2 }) {
+                i if i < PLAIN.len() => PLAIN[i],
+                i => ODD[i - PLAIN.len()],
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn random_registries_give_the_full_paths_bytes_whenever_recognised() {
+    let seed: u64 = std::env::var("AGENT_BOX_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+    let mut values = Values { rng: rand::rngs::StdRng::seed_from_u64(seed), plain: true };
+    let (mut recognised, mut total) = (0, 0);
+    for round in 0..2000 {
+        values.plain = round % 2 == 0;
+        let mut sessions = Map::new();
+        for i in 0..values.rng.random_range(0..6) {
+            let entry = if values.rng.random_range(0..6) == 0 { values.value(2) } else { values.object(2, 6) };
+            sessions.insert(format!("s{i}"), entry);
+        }
+        let mut root = Map::new();
+        root.insert("version".into(), json!(1));
+        if values.rng.random_bool(0.3) {
+            root.insert(values.string(), values.value(1));
+        }
+        root.insert("sessions".into(), Value::Object(sessions));
+        let bytes = pretty(&Value::Object(root));
+        for who in ["s0", "s3", "nope"] {
+            let rng = &mut values.rng;
+            let value = if rng.random() { json!(true) } else { json!(rng.random_range(0..300)) };
+            let key = if rng.random() { "stopped" } else { "died" };
+            total += 1;
+            if let Some(fast) = fast_path(&bytes, &name(who), key, &value) {
+                recognised += 1;
+                let full = full_path(&bytes, &name(who), key, &value);
+                assert_eq!(fast, full, "seed {seed}: {}", String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    assert!(recognised * 4 > total, "seed {seed}: only {recognised} of {total} recognised");
+}
