@@ -100,6 +100,13 @@ fn wait_until_refused(socket: &Path, deadline: Instant) -> Result<(), TmuxError>
     Ok(())
 }
 
+/// The first line is the server's pid (`display-message -p '#{pid}'`), the rest the session names.
+fn snapshot(answer: &Answer) -> Snapshot {
+    let mut lines = answer.lines().into_iter();
+    let server_pid = lines.next().and_then(|line| line.trim().parse().ok());
+    Snapshot { server_pid, sessions: lines.collect() }
+}
+
 fn answer(finished: Finished) -> Result<Answer, TmuxError> {
     if finished.status.success() {
         return Ok(Answer { stdout: String::from_utf8_lossy(&finished.stdout).into_owned() });
@@ -108,11 +115,14 @@ fn answer(finished: Finished) -> Result<Answer, TmuxError> {
 }
 
 impl TmuxApi for Tmux {
-    /// The first line is the server's pid (`display-message -p '#{pid}'`), the rest the session names.
     fn ensure_server_and_list(&self) -> Result<Snapshot, TmuxError> {
-        let mut lines = self.on_socket(commands::ensure_server_and_list(), CallerPane::Strip)?.lines().into_iter();
-        let server_pid = lines.next().and_then(|line| line.trim().parse().ok());
-        Ok(Snapshot { server_pid, sessions: lines.collect() })
+        Ok(snapshot(&self.on_socket(commands::ensure_server_and_list(), CallerPane::Strip)?))
+    }
+
+    /// Unlike [`TmuxApi::list_sessions`], "no server" stays an error: the supervisor must tell "nothing is live"
+    /// from "the server is gone" (75-upgrades UP-3.1).
+    fn list_server(&self) -> Result<Snapshot, TmuxError> {
+        Ok(snapshot(&self.on_socket(commands::list_server(), CallerPane::Strip)?))
     }
 
     /// A missing socket directory is "no server" here: nothing can listen in a directory that does not exist, so
