@@ -106,7 +106,7 @@ pub struct Case {
 }
 
 /// Every case of NX-10.3, in the order they run (the README twin before the README).
-pub const CASES: [Case; 9] = [
+pub const CASES: [Case; 10] = [
     Case { name: "a-one-user-defaults", expect: Expect::Pinned },
     Case { name: "b-two-users-webhook", expect: Expect::Pinned },
     Case {
@@ -125,6 +125,12 @@ pub const CASES: [Case; 9] = [
         name: "c-agent-name-space",
         expect: Expect::Refused(&[
             "services.agent-box.users.agent: the harness name \"my agent\" must match [A-Za-z0-9_-]+",
+        ]),
+    },
+    Case {
+        name: "c-tmux-server-variable",
+        expect: Expect::Refused(&[
+            "services.agent-box.users.agent.environment.AGENT_BOX_TMUX_SERVER: the module sets it to \"external\" on the supervisor's unit",
         ]),
     },
     Case { name: "d-package", expect: Expect::Checks },
