@@ -6,4 +6,5 @@ mod operator;
 mod scenarios;
 mod supervisor;
 mod tidy;
+mod upgrade;
 mod webhook;

@@ -211,6 +211,19 @@ impl TmuxApi for Tmux {
 }
 
 impl Tmux {
+    /// The command of this socket's server run in the foreground (`tmux -D`), as the tmux unit of 75-upgrades runs
+    /// it, with this adapter's child environment (TMX-3), which the server hands to every pane. Not started here:
+    /// the caller owns its life, as systemd owns the unit's (tests and bench stand in for the unit with it).
+    pub fn foreground_server(&self) -> Command {
+        let mut command = Command::new(&self.config.bin);
+        command.args(commands::foreground_server(&self.config)).env_clear().envs(child_env(
+            self.parent_env.vars(),
+            &self.config.socket_dir,
+            CallerPane::Strip,
+        ));
+        command
+    }
+
     /// Puts the caller's terminal on session `name` and never returns unless tmux could not be started
     /// (`agent-box-session attach`): `switch-client` when the caller is a client of this same server (tmux refuses
     /// to nest), else `attach-session` with the caller's `$TMUX` removed (a client of another server asked for it).

@@ -30,6 +30,19 @@ pub(crate) fn client_args(config: &TmuxConfig, command: Vec<OsString>) -> Vec<Os
     args
 }
 
+/// `[-f conf] -D -L socket`: a server in the foreground, as the tmux unit of 75-upgrades (UP-2.1) runs it. `-D`
+/// takes no command and turns `exit-empty` off; `-N` would contradict it, so it is never added here.
+pub(crate) fn foreground_server(config: &TmuxConfig) -> Vec<OsString> {
+    let mut args = Vec::with_capacity(5);
+    if let Some(conf) = &config.conf {
+        args.push("-f".into());
+        args.push(conf.as_os_str().to_owned());
+    }
+    args.extend(words(&["-D", "-L"]));
+    args.push(config.socket.clone().into());
+    args
+}
+
 fn words(words: &[&str]) -> Vec<OsString> {
     words.iter().map(OsString::from).collect()
 }
@@ -211,6 +224,14 @@ mod tests {
         );
         let with_conf = config.with_conf("/dev/null");
         assert_eq!(strings(&client_args(&with_conf, kill_server()))[..4], ["-f", "/dev/null", "-N", "-L"]);
+    }
+
+    #[test]
+    fn a_foreground_server_is_minus_d_on_the_socket() {
+        let config = TmuxConfig::new("/usr/bin/tmux", "abt-1-1", "/tmp/abt-1-1").with_conf("/dev/null");
+        assert_eq!(strings(&foreground_server(&config)), ["-f", "/dev/null", "-D", "-L", "abt-1-1"]);
+        let unit = TmuxConfig::new("/usr/bin/tmux", "agent-box", "/run/agent-box-u").never_starting_a_server();
+        assert_eq!(strings(&foreground_server(&unit)), ["-D", "-L", "agent-box"]);
     }
 
     #[test]
