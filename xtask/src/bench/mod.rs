@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: measures the quality bars of spec 90 (sections `epilogue`, `tick`, `add`, `rmw`,
-//! `crash`, and `golden`, the time of one whole golden render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
+//! `crash`, `upgrade`, and `golden`, the time of one whole golden render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
 //! `target/bench/report.json`. Exit 0; with `--enforce` 100 when a bar that applies here fails; 96 when the
 //! setup or a section cannot run.
 
@@ -18,6 +18,7 @@ mod runner;
 mod stats;
 mod tick;
 mod tools;
+mod upgrade;
 mod world;
 
 use std::fs;
@@ -71,6 +72,7 @@ pub enum Section {
     Rmw,
     Crash,
     Faults,
+    Upgrade,
     Golden,
 }
 
@@ -83,13 +85,22 @@ impl Section {
             Self::Rmw => "rmw",
             Self::Crash => "crash",
             Self::Faults => "faults",
+            Self::Upgrade => "upgrade",
             Self::Golden => "golden",
         }
     }
 }
 
-const ALL: [Section; 7] =
-    [Section::Epilogue, Section::Tick, Section::Add, Section::Rmw, Section::Crash, Section::Faults, Section::Golden];
+const ALL: [Section; 8] = [
+    Section::Epilogue,
+    Section::Tick,
+    Section::Add,
+    Section::Rmw,
+    Section::Crash,
+    Section::Faults,
+    Section::Upgrade,
+    Section::Golden,
+];
 
 /// What every section may use: options, tools, paths and the baked epilogue.
 #[derive(Debug)]
@@ -196,6 +207,7 @@ fn run_section(section: Section, bench: &Bench, metrics: &mut Vec<Metric>) -> Ou
         Section::Rmw => rmw::run(bench, metrics),
         Section::Crash => crash::run(bench, metrics),
         Section::Faults => Ok(()),
+        Section::Upgrade => upgrade::run(bench, metrics),
         Section::Golden => golden::run(bench, metrics),
     });
     catch_unwind(body).unwrap_or_else(|payload| {
