@@ -1,16 +1,21 @@
 # NixOS module: one supervised set of agent sessions per box user (spec 70 NX-4 … NX-7).
 #
 # For every user under services.agent-box.users it generates the seed registry, the limit file, the baked
-# epilogue (./epilogue.nix), wrappers for agent-box-session and agent-box-webhook-spawn that carry the user's
-# configuration, and the unit agent-box-<name>.service that runs agent-box-supervisor as that user.
+# epilogue (./epilogue.nix) behind a stable /etc path, wrappers for agent-box-session and agent-box-webhook-spawn
+# that carry the user's configuration, and two units (spec 75): agent-box-tmux-<name>.service owns the tmux server
+# and so every session, and agent-box-<name>.service runs agent-box-supervisor as that user. An upgrade restarts
+# only the supervisor, which ends no session.
 { config, lib, pkgs, ... }:
 
 let
   inherit (lib)
-    concatStrings concatStringsSep escapeShellArg filter literalExpression mapAttrs' mapAttrsToList
+    concatStrings concatStringsSep escapeShellArg filter literalExpression mapAttrsToList
     mkEnableOption mkIf mkOption nameValuePair optionalAttrs types unique;
 
   cfg = config.services.agent-box;
+
+  # One attribute set from a list of name-value pairs per user.
+  perUserAttrs = f: users: builtins.listToAttrs (lib.concatLists (mapAttrsToList f users));
 
   # ---- names (10-registry §5) -------------------------------------------------------------------------
 
@@ -50,6 +55,11 @@ let
     AGENT_BOX_HOOK_SESSION_ARGS = "webhook.hookSessionArgs";
   };
 
+  # Set by the module to the one value its two units need (spec 75 UP-3.1).
+  fixedVariables = {
+    AGENT_BOX_TMUX_SERVER = "\"external\" on the supervisor's unit: the tmux server has a unit of its own";
+  };
+
   # Never set on a box (NX-7), so never through `environment` either.
   forbiddenVariables = {
     # Test and demo knobs: every program on a box must find the one server at its default address.
@@ -64,9 +74,8 @@ let
 
   # ---- per-user values --------------------------------------------------------------------------------
 
-  # Everything the module derives for one user. The unit, the wrappers, the read-only spawnCommand option and
-  # the assertions all read it, so they cannot disagree; a second unit for the same user (the tmux server of
-  # spec 75) would take its environment from here too.
+  # Everything the module derives for one user. Both units, the wrappers, the read-only spawnCommand option and
+  # the assertions all read it, so they cannot disagree.
   perUser = name: u:
     let
       account = config.users.users.${name} or { };
@@ -94,6 +103,10 @@ let
       seed = pkgs.writeText "agent-box-seed-${name}.json" (builtins.toJSON seedDocument);
 
       epilogue = pkgs.callPackage ./epilogue.nix { user = name; inherit sessionsFile stateDir; };
+      # UP-3.3: a pane outlives the system that started it, so its launch file names the epilogue by a path that
+      # every switch points at the current build and no garbage collection removes. The baked paths are the same in
+      # every build, so an old pane's end is recorded by the new binary correctly.
+      epilogueLink = "agent-box/users/${name}/mark-stopped";
 
       # Read by agent-box-session and agent-box-webhook-spawn as well as by the supervisor (00-overview §6).
       sharedEnvironment = {
@@ -118,7 +131,7 @@ let
       );
     in
     {
-      inherit home limitFile harnesses seed epilogue sessionWrapper spawnWrapper;
+      inherit home limitFile harnesses seed epilogue epilogueLink sessionWrapper spawnWrapper;
 
       # Harness names without an `agents` entry: the supervisor looks for them in ~/.nix-profile/bin at run
       # time (30-supervisor §12.1).
@@ -139,7 +152,7 @@ let
         # can read the seed's contents back.
         AGENT_BOX_SESSIONS_SEED = seed;
         AGENT_BOX_AGENT_BINS = concatStringsSep " " (mapAttrsToList (h: exe: "${h}=${exe}") u.agents);
-        AGENT_BOX_MARK_STOPPED = "${epilogue}/bin/agent-box-mark-stopped";
+        AGENT_BOX_MARK_STOPPED = "/etc/${epilogueLink}";
         AGENT_BOX_HOST_LABEL = config.networking.fqdnOrHostName;
         AGENT_BOX_RESTART_NOTICE = u.restartNotice;
       }
@@ -174,30 +187,53 @@ let
     NoNewPrivileges = false;
   };
 
-  # agent-box-<name>.service (NX-5, NX-6). The supervisor forks the tmux server, so the server and every pane
-  # live in this unit's cgroup. On stop, ExecStop ends the server first (panes get SIGHUP, no epilogue runs,
-  # the next start respawns them); then systemd sends SIGTERM to the rest. KillMode=control-group makes sure
-  # nothing survives a stop: `process` would leave the server running unsupervised, `mixed` would SIGKILL
-  # stragglers without a SIGTERM first. Accepted cost: any end of the supervisor ends every session.
-  # restartIfChanged stays at its default: an upgrade restarts the unit, the sessions come back resumed.
-  supervisorUnit = name: v: {
-    description = "agent-box sessions of ${name}";
+  tmuxUnitName = name: "agent-box-tmux-${name}.service";
+
+  # agent-box-tmux-<name>.service (spec 75 UP-2.1): the tmux server in the foreground (-D also keeps it up without
+  # a session), so the server and every pane live in this unit's cgroup and nowhere else. A switch never restarts
+  # or stops it, because that would end every session; a changed unit takes effect at the next boot or an explicit
+  # `systemctl restart`. KillMode=control-group: stopping it ends the server, every pane and whatever an agent left
+  # behind. The runtime directory that holds the socket belongs here, and is kept when the unit stops.
+  tmuxUnit = name: v: {
+    description = "agent-box tmux server of ${name} (every session runs in it)";
     wantedBy = [ "multi-user.target" ];
     after = [ "network-online.target" ];
     wants = [ "network-online.target" ];
     inherit (v) path environment;
+    restartIfChanged = false;
+    stopIfChanged = false;
     serviceConfig = confinement name v // {
-      Type = "exec";
-      ExecStart = lib.getExe' cfg.package "agent-box-supervisor";
-      # Leading "-": "no server running" is not a failure.
-      ExecStop = "-${lib.getExe' cfg.tmuxPackage "tmux"} -L agent-box kill-server";
+      Type = "simple";
+      ExecStart = "${lib.getExe' cfg.tmuxPackage "tmux"} -D -L agent-box";
       Restart = "always";
-      RestartSec = "2s";
+      RestartSec = "1s";
       RuntimeDirectory = v.runtimeDirectory;
       RuntimeDirectoryMode = "0700";
       RuntimeDirectoryPreserve = "yes";
       KillMode = "control-group";
       # An agent that ignores SIGHUP must not hold a stop for systemd's 90 s default.
+      TimeoutStopSec = "15s";
+    };
+  };
+
+  # agent-box-<name>.service (NX-5 as changed by spec 75 UP-2.2): only the supervisor. It lists the server of the
+  # tmux unit and never starts one (AGENT_BOX_TMUX_SERVER=external), so any end of it (an upgrade, which restarts
+  # it by restartIfChanged's default, a crash, `systemctl restart`) touches no pane: no ExecStop, no runtime
+  # directory, and KillMode=control-group ends only the supervisor. Wants=, not Requires=: a stopped tmux unit
+  # must not stop the supervisor, which waits for the server and then starts every session again.
+  supervisorUnit = name: v: {
+    description = "agent-box supervisor of ${name}";
+    wantedBy = [ "multi-user.target" ];
+    after = [ "network-online.target" (tmuxUnitName name) ];
+    wants = [ "network-online.target" (tmuxUnitName name) ];
+    inherit (v) path;
+    environment = v.environment // { AGENT_BOX_TMUX_SERVER = "external"; };
+    serviceConfig = confinement name v // {
+      Type = "exec";
+      ExecStart = lib.getExe' cfg.package "agent-box-supervisor";
+      Restart = "always";
+      RestartSec = "2s";
+      KillMode = "control-group";
       TimeoutStopSec = "15s";
     };
   };
@@ -351,7 +387,11 @@ let
     ++ mapAttrsToList (n: why: {
       assertion = false;
       message = "${where}.environment.${n}: never set on a box (${why})";
-    }) (builtins.intersectAttrs u.environment forbiddenVariables);
+    }) (builtins.intersectAttrs u.environment forbiddenVariables)
+    ++ mapAttrsToList (n: value: {
+      assertion = false;
+      message = "${where}.environment.${n}: the module sets it to ${value}";
+    }) (builtins.intersectAttrs u.environment fixedVariables);
 in
 {
   options.services.agent-box = {
@@ -374,7 +414,10 @@ in
     users = mkOption {
       type = types.attrsOf (types.submodule userModule);
       default = { };
-      description = "The box users, each with a supervisor unit agent-box-<name>.service.";
+      description = ''
+        The box users, each with a tmux server unit agent-box-tmux-<name>.service (every session runs in it) and a
+        supervisor unit agent-box-<name>.service.
+      '';
     };
   };
 
@@ -397,13 +440,17 @@ in
           + " looks for ~${name}/.nix-profile/bin/${h} when a session starts") v.unresolvedHarnesses
       ) users);
 
-      systemd.services = mapAttrs' (name: v: nameValuePair "agent-box-${name}" (supervisorUnit name v)) users;
+      systemd.services = perUserAttrs (name: v: [
+        (nameValuePair "agent-box-tmux-${name}" (tmuxUnit name v))
+        (nameValuePair "agent-box-${name}" (supervisorUnit name v))
+      ]) users;
 
       users.users = builtins.mapAttrs (_: v: { packages = [ v.sessionWrapper v.spawnWrapper ]; }) users;
 
-      environment.etc = mapAttrs' (name: u:
-        nameValuePair "agent-box/users/${name}/session-limit" { text = "${toString u.sessionLimit}\n"; }
-      ) cfg.users;
+      environment.etc = perUserAttrs (name: v: [
+        (nameValuePair "agent-box/users/${name}/session-limit" { text = "${toString cfg.users.${name}.sessionLimit}\n"; })
+        (nameValuePair v.epilogueLink { source = "${v.epilogue}/bin/agent-box-mark-stopped"; })
+      ]) users;
     }
   );
 }

@@ -115,6 +115,14 @@ in
     };
   }).config;
 
+  # spec 75: the supervisor's unit must list the tmux unit's server, so the mode is not the user's to change.
+  c-tmux-server-variable = render (agentBox {
+    services.agent-box = {
+      enable = true;
+      users.agent.environment.AGENT_BOX_TMUX_SERVER = "";
+    };
+  }).config;
+
   # (d) nix/package.nix with the stand-in builder (buildRustPackage returns its arguments).
   d-package =
     let

@@ -35,20 +35,24 @@ rec {
   flake = import ../../flake.nix;
   flakeOutputs = flake.outputs { self = flakeOutputs; inherit nixpkgs; };
 
-  # What a configuration's services.agent-box gives each user, as pinned in golden/nix/: the unit as the
-  # module wrote it (every directive and variable), the seed, the limit file, the wrappers and the harness list.
+  # What a configuration's services.agent-box gives each user, as pinned in golden/nix/: both units as the
+  # module wrote them (every directive and variable), the seed, the limit file, the stable epilogue link, the
+  # wrappers and the harness list.
   render = config: {
     users = builtins.mapAttrs (name: u:
       let
         unit = config.systemd.services."agent-box-${name}";
         seed = unit.environment.AGENT_BOX_SESSIONS_SEED;
         limitFile = "agent-box/users/${name}/session-limit";
+        epilogueLink = "agent-box/users/${name}/mark-stopped";
         file = drv: { path = toString drv; lines = lib.splitString "\n" drv.text; };
       in
       {
         inherit unit;
+        tmuxUnit = config.systemd.services."agent-box-tmux-${name}";
         seed = { path = toString seed; inherit (seed) text; };
         limitFile = { path = "/etc/${limitFile}"; inherit (config.environment.etc.${limitFile}) text; };
+        epilogue = { path = "/etc/${epilogueLink}"; source = toString config.environment.etc.${epilogueLink}.source; };
         wrappers = builtins.listToAttrs (map (drv: lib.nameValuePair drv.name (file drv)) config.users.users.${name}.packages);
         agents = unit.environment.AGENT_BOX_AGENTS;
         inherit (u.webhook) spawnCommand;

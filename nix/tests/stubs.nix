@@ -105,6 +105,7 @@ let
       };
       serviceConfig = mkOption { type = types.attrsOf unitOption; default = { }; };
       restartIfChanged = mkOption { type = types.bool; default = true; };
+      stopIfChanged = mkOption { type = types.bool; default = true; };
     };
   };
 
@@ -138,6 +139,7 @@ let
       environment.etc = mkOption {
         type = types.attrsOf (types.submodule {
           options.text = mkOption { type = types.nullOr types.lines; default = null; };
+          options.source = mkOption { type = types.nullOr types.path; default = null; };
           options.mode = mkOption { type = types.str; default = "symlink"; };
         });
         default = { };

@@ -2,8 +2,8 @@
 //! (`--no-unit`, with the debug build and an epilogue baked for that HOME, through the library `cargo xtask
 //! install` uses), start the installed supervisor with only the installed environment file (plus the private
 //! tmux socket every test uses), add a session with the installed wrapper, see it live, attach to it from a pane
-//! of a second tmux server, then uninstall and find only the user's data left. Also: the unit passes
-//! `systemd-analyze verify`.
+//! of a second tmux server, then uninstall and find only the user's data left. Also: both user units (the tmux
+//! server's and the supervisor's, 75-upgrades UP-2.4) pass `systemd-analyze verify`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -82,7 +82,8 @@ fn install_run_add_attach_uninstall_on_a_fresh_home() {
     let inputs = inputs(&sb, false);
     let layout = Layout::new(&inputs.prefix, &inputs.home);
     let written = install::install(&inputs, &sources(&sb)).unwrap();
-    assert!(written.contains(&layout.epilogue()) && !layout.unit_file.exists(), "{written:?}");
+    assert!(written.contains(&layout.epilogue()), "{written:?}");
+    assert!(!layout.unit_file.exists() && !layout.tmux_unit_file.exists(), "--no-unit: {written:?}");
 
     // The supervisor with only the installed environment file: installed mode supplies seed, harnesses, epilogue.
     let env = read_env_file(&fs::read_to_string(&layout.env_file).unwrap());
@@ -145,20 +146,22 @@ fn attach_from_another_server(sb: &Sandbox, wrapper: &Path, operator: &[(String,
 }
 
 #[test]
-fn the_user_unit_passes_systemd_analyze_verify() {
+fn up05_both_user_units_pass_systemd_analyze_verify() {
     let Some(tool) = tmux::find_on_path("systemd-analyze", std::env::var_os("PATH").as_deref()) else {
         println!("SKIP: systemd-analyze is not installed (ci setup installs the Debian package systemd as root)");
         return;
     };
     let sb = Sandbox::new();
     let inputs = inputs(&sb, true);
-    install::install(&inputs, &sources(&sb)).unwrap();
+    let written = install::install(&inputs, &sources(&sb)).unwrap();
     let layout = Layout::new(&inputs.prefix, &inputs.home);
+    assert!(written.contains(&layout.unit_file) && written.contains(&layout.tmux_unit_file), "{written:?}");
     // A user manager's runtime directory for the verifier alone, so it works as root and without a login too.
     let runtime = sb.root().join("xdg-runtime");
     registry::ensure_private_dir(&runtime).unwrap();
     let out = Command::new(tool)
         .args(["--user", "verify"])
+        .arg(&layout.tmux_unit_file)
         .arg(&layout.unit_file)
         .env("XDG_RUNTIME_DIR", &runtime)
         .env("MANPATH", inputs.prefix.join("share/man"))
@@ -168,5 +171,5 @@ fn the_user_unit_passes_systemd_analyze_verify() {
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{said}");
     let about_the_unit: Vec<&str> = said.lines().filter(|l| l.contains("agent-box")).collect();
-    assert!(about_the_unit.is_empty(), "systemd-analyze complains about the unit:\n{said}");
+    assert!(about_the_unit.is_empty(), "systemd-analyze complains about the units:\n{said}");
 }

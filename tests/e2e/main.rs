@@ -10,4 +10,5 @@ mod scenarios;
 mod security;
 mod supervisor;
 mod tidy;
+mod upgrade;
 mod webhook;

@@ -87,7 +87,7 @@ fn leading_ids(name: &str) -> Vec<String> {
     loop {
         let letters: String = rest.chars().take_while(char::is_ascii_lowercase).collect();
         let digits: String = rest[letters.len()..].chars().take_while(char::is_ascii_digit).collect();
-        let known = matches!(letters.as_str(), "rg" | "ls" | "ms" | "sv" | "cl" | "wh" | "x" | "h");
+        let known = matches!(letters.as_str(), "rg" | "ls" | "ms" | "sv" | "cl" | "wh" | "x" | "h" | "up");
         let after = &rest[letters.len() + digits.len()..];
         if !known || digits.len() != 2 || !after.starts_with('_') {
             return ids;
@@ -114,6 +114,7 @@ fn scenario_ids_in_tests() -> std::collections::BTreeSet<String> {
 fn scenario_ids_are_read_from_the_start_of_test_names() {
     assert_eq!(leading_ids("rg14_cl05_eight_adds()"), ["rg14", "cl05"]);
     assert_eq!(leading_ids("sv07_i6_killed()"), ["sv07"]);
+    assert_eq!(leading_ids("up01_up02_upgrade()"), ["up01", "up02"]);
     assert!(leading_ids("help_and_usage()").is_empty());
     assert!(leading_ids("x1_short()").is_empty());
 }

@@ -21,10 +21,12 @@ pub struct FakeState {
     pub current: Result<String, TmuxError>,
     /// The socket path the adapter reports.
     pub socket: PathBuf,
-    /// `ensure`, `list`, `new NAME`, `kill NAME`, `env NAME`, `hook`, in call order.
+    /// `ensure`, `probe` (list_server), `list`, `new NAME`, `kill NAME`, `env NAME`, `hook`, in call order.
     pub calls: Vec<String>,
     /// The server pid `ensure_server_and_list` reports (a test changes it to fake a restarted server).
     pub server_pid: Option<u32>,
+    /// Every `new_session` request, in call order (what a pane would have been started with).
+    pub started: Vec<NewSession>,
     /// Runs inside `new_session` (before the session appears), e.g. while the supervisor holds the lock.
     pub during_new: Option<Box<dyn Fn()>>,
     /// Session environments: what `new_session` passed with `-e`, or what a test set.
@@ -42,6 +44,7 @@ impl Default for FakeState {
             socket: PathBuf::from("/nonexistent/socket"),
             calls: Vec::new(),
             server_pid: Some(4242),
+            started: Vec::new(),
             during_new: None,
             env: BTreeMap::new(),
             hook_refusal: None,
@@ -111,6 +114,10 @@ impl TmuxApi for FakeTmux {
         let sessions = self.listing("ensure")?;
         Ok(Snapshot { server_pid: self.0.borrow().server_pid, sessions })
     }
+    fn list_server(&self) -> Result<Snapshot, TmuxError> {
+        let sessions = self.listing("probe")?;
+        Ok(Snapshot { server_pid: self.0.borrow().server_pid, sessions })
+    }
     fn list_sessions(&self) -> Result<Vec<String>, TmuxError> {
         self.listing("list")
     }
@@ -123,6 +130,7 @@ impl TmuxApi for FakeTmux {
         }
         let mut state = self.state();
         state.calls.push(format!("new {}", request.name));
+        state.started.push(request.clone());
         if !state.live.iter().any(|n| n == request.name.as_str()) {
             state.live.push(request.name.to_string());
             state.env.insert(request.name.to_string(), request.env.clone());

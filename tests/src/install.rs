@@ -11,12 +11,15 @@
 //!   (the manifest `uninstall` reads);
 //! - `share/man/man1/<program>.1`.
 //!
-//! Outside the prefix: the environment file `~/.config/agent-box/agent-box.env` and, unless `--no-unit`, the
-//! systemd user unit `~/.config/systemd/user/agent-box.service`. Nothing else: never the registry, leases, logs
-//! or `agent-box.local.env`, the operator's own additions, which the unit reads after the environment file.
+//! Outside the prefix: the environment file `~/.config/agent-box/agent-box.env` and, unless `--no-unit`, the two
+//! systemd user units of 75-upgrades UP-2.4 in `~/.config/systemd/user/`: `agent-box-tmux.service`, which owns the
+//! tmux server and so every session, and `agent-box.service`, which runs only the supervisor
+//! (`AGENT_BOX_TMUX_SERVER=external`), so that restarting it (an upgrade) ends no session. Nothing else: never the
+//! registry, leases, logs or `agent-box.local.env`, the operator's own additions, which both units read after the
+//! environment file.
 //!
-//! The environment is computed in one place ([`environment`]); each unit is a template of its own, so the second
-//! unit of spec 75 (the tmux server) is one more template reading the same environment. Files are written 0600,
+//! The environment is computed in one place ([`environment`]); each unit is a template of its own, both reading the
+//! same environment file. Files are written 0600,
 //! programs 0700, missing directories are created 0700 (existing ones are left as they are), each file by a
 //! temp file and a rename in its own directory.
 
@@ -33,14 +36,14 @@ pub struct Inputs {
     pub user: String,
     pub home: PathBuf,
     pub prefix: PathBuf,
-    /// The tmux program (absolute), for the wrappers, the unit's `ExecStop` and `AGENT_BOX_TMUX_BIN`.
+    /// The tmux program (absolute), for the wrappers, the tmux unit's `ExecStart` and `AGENT_BOX_TMUX_BIN`.
     pub tmux: PathBuf,
     /// `PATH` of the unit and so of every pane: `<prefix>/bin`, then the installing shell's usable entries.
     pub path: String,
     /// `AGENT_BOX_AGENTS`: the harnesses `agent-box-session add` accepts.
     pub agents: Vec<String>,
     pub default_agent: String,
-    /// Write the systemd user unit.
+    /// Write the systemd user units.
     pub unit: bool,
 }
 
@@ -52,12 +55,17 @@ pub struct Layout {
     pub man: PathBuf,
     pub env_file: PathBuf,
     pub local_env_file: PathBuf,
+    /// The supervisor's unit.
     pub unit_file: PathBuf,
+    /// The tmux server's unit.
+    pub tmux_unit_file: PathBuf,
     pub manifest: PathBuf,
 }
 
-/// The name of the user unit.
+/// The name of the supervisor's user unit.
 pub const UNIT_NAME: &str = "agent-box.service";
+/// The name of the tmux server's user unit (75-upgrades UP-2.4).
+pub const TMUX_UNIT_NAME: &str = "agent-box-tmux.service";
 
 impl Layout {
     pub fn new(prefix: &Path, home: &Path) -> Self {
@@ -69,6 +77,7 @@ impl Layout {
             env_file: config.join("agent-box.env"),
             local_env_file: config.join("agent-box.local.env"),
             unit_file: home.join(".config/systemd/user").join(UNIT_NAME),
+            tmux_unit_file: home.join(".config/systemd/user").join(TMUX_UNIT_NAME),
             manifest: prefix.join("lib/agent-box/installed-files"),
         }
     }
@@ -163,13 +172,23 @@ pub fn unit_path(prefix: &Path, inherited: &str) -> String {
 }
 
 const UNIT_TEMPLATE: &str = include_str!("install/agent-box.service");
+const TMUX_UNIT_TEMPLATE: &str = include_str!("install/agent-box-tmux.service");
 const WRAPPER_TEMPLATE: &str = include_str!("install/wrapper.sh");
 const ENV_TEMPLATE: &str = include_str!("install/agent-box.env");
 
 /// The supervisor's user unit (the equivalent of the NixOS unit where a user unit can be).
 pub fn unit_text(inputs: &Inputs) -> String {
+    fill_unit(UNIT_TEMPLATE, inputs)
+}
+
+/// The tmux server's user unit (the equivalent of the NixOS unit `agent-box-tmux-<name>.service`).
+pub fn tmux_unit_text(inputs: &Inputs) -> String {
+    fill_unit(TMUX_UNIT_TEMPLATE, inputs)
+}
+
+fn fill_unit(template: &str, inputs: &Inputs) -> String {
     let layout = Layout::new(&inputs.prefix, &inputs.home);
-    UNIT_TEMPLATE
+    template
         .replace("@USER@", &inputs.user)
         .replace("@SUPERVISOR@", &layout.bin.join("agent-box-supervisor").display().to_string())
         .replace("@TMUX@", &inputs.tmux.display().to_string())
@@ -258,6 +277,7 @@ pub fn plan(inputs: &Inputs, sources: &Sources) -> Vec<Planned> {
         files.push(Planned { path: layout.man.join(name), mode: 0o600, content: Content::Bytes(bytes.clone()) });
     }
     if inputs.unit {
+        files.push(text(layout.tmux_unit_file.clone(), 0o600, tmux_unit_text(inputs)));
         files.push(text(layout.unit_file.clone(), 0o600, unit_text(inputs)));
     }
     files
@@ -440,8 +460,13 @@ mod tests {
 
     #[test]
     fn templates_leave_no_placeholder() {
-        for text in [unit_text(&inputs()), env_file_text(&inputs()), wrapper_text(&inputs(), "agent-box-session", &[])]
-        {
+        let texts = [
+            unit_text(&inputs()),
+            tmux_unit_text(&inputs()),
+            env_file_text(&inputs()),
+            wrapper_text(&inputs(), "agent-box-session", &[]),
+        ];
+        for text in texts {
             let placeholder = text.as_bytes().windows(2).any(|w| w[0] == b'@' && w[1].is_ascii_uppercase());
             assert!(!placeholder, "{text}");
         }

@@ -45,6 +45,8 @@ pub struct Sandbox {
     bin_dir: Option<PathBuf>,
     /// When set, every product process starts under this umask (and so do the tmux server and panes it starts).
     umask: Option<u32>,
+    /// The real tmux program, whatever `AGENT_BOX_TMUX_BIN` later points at (the tmux unit's stand-in runs it).
+    real_tmux: PathBuf,
 }
 
 impl Sandbox {
@@ -109,6 +111,7 @@ impl Sandbox {
             slot,
             bin_dir: None,
             umask: None,
+            real_tmux: real_tmux.clone(),
         };
         sandbox.base_env(&epilogue, &real_tmux);
         sandbox
@@ -270,6 +273,28 @@ impl Sandbox {
             .with_parent_env(vec![("PATH".into(), "/usr/bin:/bin".into()), ("HOME".into(), self.home.clone().into())])
     }
 
+    /// Starts the stand-in of the tmux unit (75-upgrades UP-2.1): `tmux -D` on the private socket, in the foreground,
+    /// with the product environment as its unit environment (without `AGENT_BOX_TMUX_SERVER`, which only the
+    /// supervisor's unit sets); tracked, so teardown ends it and its panes even after a panic. Returns its pid once
+    /// the server answers.
+    pub fn start_tmux_unit(&self) -> u32 {
+        let unit_env: Vec<(OsString, OsString)> = self
+            .env
+            .iter()
+            .filter(|(k, _)| k.as_str() != "AGENT_BOX_TMUX_SERVER")
+            .map(|(k, v)| (k.into(), v.clone()))
+            .collect();
+        let config =
+            TmuxConfig::new(&self.real_tmux, self.socket.clone(), self.tmux_dir.clone()).with_conf("/dev/null");
+        let mut cmd = Tmux::new(config).with_parent_env(unit_env).foreground_server();
+        cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        let pid = self.spawn_tracked(cmd);
+        crate::wait_until("the tmux unit's server to answer", || {
+            self.tmux().list_server().is_ok_and(|s| s.server_pid == Some(pid))
+        });
+        pid
+    }
+
     /// The live session names (empty when no server runs).
     pub fn live(&self) -> Vec<String> {
         self.tmux().list_sessions().unwrap_or_default()
@@ -337,9 +362,9 @@ impl Sandbox {
             .collect()
     }
 
-    /// Ticks process `pid` has run: its calls holding `start-server` (30 SUP-4.1).
+    /// Ticks process `pid` has run: its T1 calls (80 I10).
     pub fn ticks_of(&self, pid: u32) -> usize {
-        self.tmux_calls_of(pid).iter().filter(|l| l.contains("start-server")).count()
+        self.tmux_calls_of(pid).iter().filter(|l| is_tick_call(l)).count()
     }
 
     fn teardown(&mut self) {
@@ -379,6 +404,12 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         self.teardown();
     }
+}
+
+/// True for the counting wrapper's line of a T1 call: the one that asks for the server's pid, with `start-server`
+/// (30 SUP-4.1) or, with an external server, without (75-upgrades UP-3.1).
+pub fn is_tick_call(line: &str) -> bool {
+    line.contains("display-message -p #{pid}")
 }
 
 /// `/tmp/abt-<pid>-<n>`, 0700, with an owner file for the stale sweep; the socket path stays under 100 bytes.

@@ -2,13 +2,16 @@
 //! operator's path on a box without Nix, for the invoking user. Install builds the release binaries, bakes the
 //! epilogue for this user's registry and state directory, renders the manual pages, then writes everything
 //! through the harness library (`agent_box_tests::install`, which the golden renderer and the end-to-end test use
-//! too) and prints the next commands. Re-running it upgrades in place; uninstall removes exactly what the
-//! manifest lists and never the registry, leases, logs or `agent-box.local.env`.
+//! too) and prints the next commands. Re-running it upgrades in place: then only the supervisor's unit is to be
+//! restarted, which ends no session, because the tmux server has a unit of its own (75-upgrades), which is never
+//! restarted for an upgrade. Install never talks to the user manager itself. Uninstall stops both units (the end of
+//! every session) and removes exactly what the manifest lists, never the registry, leases, logs or
+//! `agent-box.local.env`.
 
 use std::path::{Path, PathBuf};
 
 use agent_box_tests::bake::Profile;
-use agent_box_tests::install::{self, Inputs, Layout, Sources, UNIT_NAME};
+use agent_box_tests::install::{self, Inputs, Layout, Sources, TMUX_UNIT_NAME, UNIT_NAME};
 use clap::Args;
 
 use crate::{exit, run};
@@ -19,7 +22,7 @@ pub struct InstallArgs {
     /// Where bin/, lib/agent-box/ and share/man/ go (default ~/.local).
     #[arg(long, value_name = "DIR")]
     prefix: Option<PathBuf>,
-    /// Do not write the systemd user unit (a box without a user manager, or a supervisor run by other means).
+    /// Do not write the systemd user units (a box without a user manager, or a supervisor run by other means).
     #[arg(long)]
     no_unit: bool,
     /// The harnesses `agent-box-session add` accepts (AGENT_BOX_AGENTS).
@@ -111,6 +114,9 @@ fn inputs(args: &InstallArgs) -> Result<Inputs, Stop> {
 
 fn run_install(args: &InstallArgs) -> Result<(), Stop> {
     let inputs = inputs(args)?;
+    let layout = Layout::new(&inputs.prefix, &inputs.home);
+    // A manifest from an earlier install makes this run an upgrade, which the last lines explain differently.
+    let upgrade = layout.manifest.is_file();
     println!("install: for user {} (HOME {}), prefix {}", inputs.user, inputs.home.display(), inputs.prefix.display());
     let release = build_release()?;
     let paths = registry::Paths::for_root(&inputs.home, &inputs.user);
@@ -129,9 +135,13 @@ fn run_install(args: &InstallArgs) -> Result<(), Stop> {
         println!("installed {}", path.display());
     }
     if inputs.unit {
-        verify_unit(&Layout::new(&inputs.prefix, &inputs.home).unit_file);
+        verify_units(&[&layout.tmux_unit_file, &layout.unit_file]);
     }
-    next_steps(&inputs);
+    if upgrade {
+        upgrade_steps(&inputs);
+    } else {
+        next_steps(&inputs);
+    }
     Ok(())
 }
 
@@ -149,17 +159,19 @@ fn build_release() -> Result<PathBuf, Stop> {
     }
 }
 
-/// `systemd-analyze --user verify` when the tool is there; its complaints are printed, never fatal here (the
-/// golden unit is verified in the tests).
-fn verify_unit(unit: &Path) {
+/// `systemd-analyze --user verify` of both units when the tool is there; its complaints are printed, never fatal
+/// here (the golden units are verified in the tests).
+fn verify_units(units: &[&Path]) {
     let Some(tool) = tmux::find_on_path("systemd-analyze", std::env::var_os("PATH").as_deref()) else {
-        println!("install: systemd-analyze not found; the unit was not verified");
+        println!("install: systemd-analyze not found; the units were not verified");
         return;
     };
     let mut cmd = std::process::Command::new(tool);
-    cmd.args(["--user", "verify"]).arg(unit);
+    cmd.args(["--user", "verify"]).args(units);
     match run::output(&mut cmd) {
-        Ok(out) if out.status.success() && out.stderr.is_empty() => println!("install: {UNIT_NAME} verified"),
+        Ok(out) if out.status.success() && out.stderr.is_empty() => {
+            println!("install: {TMUX_UNIT_NAME} and {UNIT_NAME} verified");
+        }
         Ok(out) => println!("install: systemd-analyze says:\n{}", String::from_utf8_lossy(&out.stderr).trim_end()),
         Err(err) => println!("install: cannot run systemd-analyze: {err}"),
     }
@@ -171,13 +183,13 @@ fn next_steps(inputs: &Inputs) {
     println!("next:");
     if inputs.unit {
         println!("  systemctl --user daemon-reload");
-        println!("  systemctl --user enable --now {UNIT_NAME}");
+        println!("  systemctl --user enable --now {TMUX_UNIT_NAME} {UNIT_NAME}");
         println!(
             "  sudo loginctl enable-linger {}   # keeps the sessions running without a login (boot, logout)",
             inputs.user
         );
         println!("  journalctl --user -u {UNIT_NAME} -f   # what the supervisor does");
-        println!("  after a re-install (upgrade): systemctl --user restart {UNIT_NAME} (sessions come back resumed)");
+        println!("  to stop everything: systemctl --user stop {UNIT_NAME} {TMUX_UNIT_NAME}");
     } else {
         let uid = nix::unistd::getuid().as_raw();
         println!("  no unit: start the supervisor yourself with the environment file, e.g.");
@@ -198,12 +210,30 @@ fn next_steps(inputs: &Inputs) {
     println!("  man agent-box-session   (MANPATH may need {})", inputs.prefix.join("share/man").display());
 }
 
+/// After a re-install: the supervisor's unit is restarted (the sessions keep running), the tmux unit is not.
+fn upgrade_steps(inputs: &Inputs) {
+    println!();
+    println!("upgrade: the programs were replaced in place; the running panes keep their agents.");
+    if inputs.unit {
+        println!("  systemctl --user daemon-reload");
+        println!("  systemctl --user restart {UNIT_NAME}   # the new supervisor; every session keeps running");
+        println!(
+            "  {TMUX_UNIT_NAME} is not restarted: that would end every session (a change to it takes effect at its next start)"
+        );
+        println!(
+            "  from an install before the tmux unit existed, this one restart still ends the sessions once (the old unit held the server); they come back resumed"
+        );
+    } else {
+        println!("  restart the supervisor you run by hand; the tmux server and its sessions keep running");
+    }
+}
+
 fn run_uninstall(args: &UninstallArgs) -> Result<(), Stop> {
     let home = home()?;
     let prefix = prefix_or_default(args.prefix.as_deref(), &home)?;
     let layout = Layout::new(&prefix, &home);
-    if layout.unit_file.is_file() {
-        stop_unit();
+    if layout.unit_file.is_file() || layout.tmux_unit_file.is_file() {
+        stop_units();
     }
     let removed = install::uninstall(&prefix).map_err(|e| Stop(exit::CHECK_FAILED, e.to_string()))?;
     for path in removed {
@@ -215,12 +245,15 @@ fn run_uninstall(args: &UninstallArgs) -> Result<(), Stop> {
     Ok(())
 }
 
-/// Best effort: a user manager that does not answer (no login session, CI) is reported, not fatal.
-fn stop_unit() {
+/// Stops and disables the supervisor, then the tmux server (which ends every session). Best effort: a user manager
+/// that does not answer (no login session, CI) is reported, not fatal.
+fn stop_units() {
     let Some(systemctl) = tmux::find_on_path("systemctl", std::env::var_os("PATH").as_deref()) else { return };
     let mut cmd = std::process::Command::new(systemctl);
-    cmd.args(["--user", "disable", "--now", UNIT_NAME]);
+    cmd.args(["--user", "disable", "--now", UNIT_NAME, TMUX_UNIT_NAME]);
     if !run::status(&mut cmd).is_ok_and(|s| s.success()) {
-        println!("uninstall: could not stop {UNIT_NAME} through the user manager; stop it yourself if it runs");
+        println!(
+            "uninstall: could not stop {UNIT_NAME} and {TMUX_UNIT_NAME} through the user manager; stop them yourself if they run"
+        );
     }
 }

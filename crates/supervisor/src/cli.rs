@@ -34,6 +34,8 @@ Optional:
                                /run/user/UID/agent-box when it exists; tests and the demo only)
   AGENT_BOX_TMUX_SOCKET        socket name (default agent-box; tests and the demo only)
   AGENT_BOX_TMUX_CONF          tmux config file passed as -f (default none)
+  AGENT_BOX_TMUX_SERVER        'external': the server belongs to its own unit (agent-box-tmux); list it, never
+                               start one, wait while it is down (default unset: start it when needed)
   AGENT_BOX_ENV_EXEC           program prefixed to every pane command (default none)
   AGENT_BOX_HOST_LABEL         suffix of derived remote-control names (default: the kernel host name)
   AGENT_BOX_CLAUDE_SETTINGS    passed to claude as --settings (default none)
@@ -44,6 +46,10 @@ Optional:
   CODEX_HOME                   codex's state, for resuming (default ~/.codex)
   SHELL                        post-mortem shell when no 'shell' harness is configured (default /bin/sh)
   AGENT_BOX_TICK_SECS          seconds between timer ticks (default 2; tests and benchmarks only)
+
+Every new pane gets PATH and every AGENT_BOX_* variable of this environment but AGENT_BOX_SESSION_ID,
+AGENT_BOX_PROFILE, AGENT_BOX_REGISTRY_LOCK_FD and AGENT_BOX_TMUX_SERVER (new-session -e), so a pane started after
+an upgrade sees the new values although the tmux server is older.
 
 One supervisor serves one registry: a second one refuses to start and names the running one. Besides its 2 s
 timer it ticks at once when sessions.json changes and when a tmux session closes (a session-closed hook that it

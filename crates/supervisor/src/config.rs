@@ -10,8 +10,12 @@
 //!   every missing or bad variable is reported at once, in one line that says how to get them.
 //! - Only a baked epilogue that prints this user's paths counts: an unbaked one (what `cargo build` puts next to
 //!   the supervisor) would record nothing, and one baked for another registry would record in the wrong place.
+//!
+//! Issue 14 (75-upgrades): `AGENT_BOX_TMUX_SERVER=external` says that the tmux server is its own unit's, so the
+//! loop only lists it and every tmux client carries `-N`; and the unit variables a pane needs are taken from this
+//! process's environment once, so that every `new-session` can pass them with `-e` (see [`unit_env`]).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -80,6 +84,11 @@ pub struct Config {
     pub tick_period: Duration,
     /// `AGENT_BOX_TICK_SECS` when it was not a usable number of seconds.
     pub ignored_tick_secs: Option<String>,
+    /// `AGENT_BOX_TMUX_SERVER=external` (UP-3.1): the server is another unit's; T1 lists it and never starts one,
+    /// and `tmux` (below) carries `-N` so that no client can start one either.
+    pub external_server: bool,
+    /// UP-3.2: the unit variables every `new-session` passes with `-e`, from this process's environment.
+    pub unit_env: Vec<(String, String)>,
     pub tmux: TmuxConfig,
 }
 
@@ -96,6 +105,8 @@ pub enum Problem {
     EpilogueNotExecutable(String),
     #[error("{0}")]
     Tmux(String),
+    #[error("AGENT_BOX_TMUX_SERVER must be 'external' or unset (it is '{0}')")]
+    TmuxServer(String),
 }
 
 /// Every problem of the start-up configuration, reported together in one line (exit 2).
@@ -129,7 +140,9 @@ impl std::error::Error for ConfigProblem {}
 impl Config {
     /// Reads the process environment; installed mode is detected next to the running binary.
     pub fn from_env() -> Result<Self, ConfigProblem> {
-        Self::from_lookup_with(|k| std::env::var_os(k), installed_epilogue)
+        let mut config = Self::from_lookup_with(|k| std::env::var_os(k), installed_epilogue)?;
+        config.unit_env = unit_env(std::env::vars_os());
+        Ok(config)
     }
 
     /// Reads an environment given as a lookup, outside installed mode (tests).
@@ -164,9 +177,18 @@ impl Config {
         }
         let env_exec = absolute("AGENT_BOX_ENV_EXEC", set("AGENT_BOX_ENV_EXEC"), false, &mut problems);
         let codex_home = absolute("CODEX_HOME", set("CODEX_HOME"), false, &mut problems);
+        let external_server = match text(SERVER_VAR).as_deref() {
+            None => false,
+            Some(EXTERNAL) => true,
+            Some(other) => {
+                problems.push(Problem::TmuxServer(other.to_owned()));
+                false
+            }
+        };
         let tmux = paths.as_ref().and_then(|paths| {
             TmuxConfig::from_lookup(&env, paths.user()).map_err(|e| problems.push(Problem::Tmux(e.to_string()))).ok()
         });
+        let tmux = tmux.map(|tmux| if external_server { tmux.never_starting_a_server() } else { tmux });
         let (Some(paths), Some(mark_stopped), Some(tmux), true) = (paths, mark_stopped, tmux, problems.is_empty())
         else {
             return Err(ConfigProblem(problems));
@@ -190,6 +212,8 @@ impl Config {
             ignored_lock_wait: wait.ignored,
             tick_period,
             ignored_tick_secs,
+            external_server,
+            unit_env: Vec::new(),
             tmux,
             seed,
             paths,
@@ -211,6 +235,37 @@ pub fn parse_tick_secs(value: Option<&str>) -> (Duration, Option<String>) {
         None if (TICK_BOUNDS.0..=TICK_BOUNDS.1).contains(&parsed.wait) => (parsed.wait, None),
         _ => (TICK_PERIOD, Some(text.to_owned())),
     }
+}
+
+/// The variable that names who runs the tmux server (UP-3.1), and its one value.
+pub const SERVER_VAR: &str = "AGENT_BOX_TMUX_SERVER";
+pub const EXTERNAL: &str = "external";
+
+/// Names of `AGENT_BOX_*` never carried into a pane: the inherited lock descriptor (RG-7.6), a pane's own identity
+/// (§12.7: a supervisor started by hand inside a pane must not hand that pane's id to every other), and the
+/// supervisor's own mode.
+const NOT_CARRIED: [&str; 4] =
+    [registry::lock::INHERITED_LOCK_ENV, "AGENT_BOX_SESSION_ID", "AGENT_BOX_PROFILE", SERVER_VAR];
+
+/// UP-3.2: the variables of this process's environment that every `new-session` passes with `-e`, sorted by name:
+/// `PATH` (harnesses, the user's wrappers) and every `AGENT_BOX_*` but [`NOT_CARRIED`] (what `agent-box-session` and
+/// `agent-box-webhook-spawn` in a pane read, the epilogue's path, and the operator's own `AGENT_BOX_*` additions).
+/// A tmux server keeps the environment it started with, and the server now outlives the supervisor, so without
+/// these a pane started after an upgrade would see the values of the install that started the server. A name or
+/// value that is not UTF-8 is left out (tmux's `-e` is text); an empty value is kept (it may mean "off").
+pub fn unit_env(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(String, String)> {
+    let mut carried: Vec<(String, String)> = vars
+        .into_iter()
+        .filter(|(key, _)| is_carried(key))
+        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
+        .collect();
+    carried.sort();
+    carried
+}
+
+fn is_carried(key: &OsStr) -> bool {
+    let Some(key) = key.to_str() else { return false };
+    key == "PATH" || (key.starts_with("AGENT_BOX_") && !NOT_CARRIED.contains(&key))
 }
 
 /// `name=/abs/path` words; words without `=` are ignored.
@@ -389,6 +444,20 @@ mod tests {
         let mut env = base();
         env.push((TICK_SECS_ENV, "600"));
         assert_eq!(Config::from_lookup(lookup(&env)).unwrap().tick_period, Duration::from_secs(600));
+    }
+
+    #[test]
+    fn an_external_server_is_listed_never_started() {
+        let mut env = base();
+        assert!(!Config::from_lookup(lookup(&env)).unwrap().external_server, "unset: SUP-4.1 unchanged");
+        env.push(("AGENT_BOX_TMUX_SERVER", "external"));
+        let config = Config::from_lookup(lookup(&env)).unwrap();
+        assert!(config.external_server && config.tmux.never_start);
+        env.pop();
+        env.push(("AGENT_BOX_TMUX_SERVER", "own"));
+        let err = Config::from_lookup(lookup(&env)).unwrap_err();
+        assert_eq!(err.0, [Problem::TmuxServer("own".into())]);
+        assert_eq!(err.to_string(), "cannot start: AGENT_BOX_TMUX_SERVER must be 'external' or unset (it is 'own')");
     }
 
     #[test]

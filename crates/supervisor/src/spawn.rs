@@ -124,7 +124,7 @@ impl Supervisor {
         let request = NewSession {
             name: name.clone(),
             cwd: prepared.cwd.clone(),
-            env: prepared.env.clone(),
+            env: self.pane_env(prepared),
             argv: tmux_command(&launch_file),
         };
         let pane_pid = match self.tmux.new_session(&request) {
@@ -141,6 +141,14 @@ impl Supervisor {
         if self.after_spawn(tick, guard, prepared, side, lease_gen.clone()) {
             self.log_spawn(prepared, pane_pid, lease_gen.as_deref());
         }
+    }
+
+    /// §12.7's variables of this pane, then the unit's (UP-3.2): a tmux server keeps the environment it started
+    /// with and may be older than this supervisor, so what the unit sets now reaches the pane only this way.
+    fn pane_env(&self, prepared: &Prepared) -> Vec<(String, String)> {
+        let own = |key: &String| prepared.env.iter().any(|(k, _)| k == key);
+        let unit = self.config.unit_env.iter().filter(|(key, _)| !own(key)).cloned();
+        prepared.env.iter().cloned().chain(unit).collect()
     }
 
     /// SUP-7.1 step 3 against a live set probed after the lock was taken (reused for the rest of the tick).

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lease::{Expect, HookLog, LeaseDir, Outcome, RefusalRecord};
 use registry::{Document, Entry, HealLatches, SessionName, self_heal};
-use tmux::{TmuxApi, TmuxError, WakeHook};
+use tmux::{Snapshot, TmuxApi, TmuxError, WakeHook};
 
 use crate::backoff::{Absence, Backoff};
 use crate::config::Config;
@@ -35,6 +35,8 @@ pub(crate) struct Memory {
 #[derive(Debug, Default)]
 pub(crate) struct Latches {
     pub tmux_down: Latch,
+    /// An external server is not running (UP-3.1).
+    pub server_absent: Latch,
     pub lock_refused: Latch,
     pub lease_trouble: Latch,
     pub waiting: NameLatches,
@@ -183,17 +185,25 @@ impl Supervisor {
         self.forget(&doc);
     }
 
-    /// T1: one tmux process starts the server if needed and lists sessions (SUP-4.1).
+    /// T1: one tmux process lists the sessions (SUP-4.1); "no server" is a wait, not trouble, when the server is
+    /// external (UP-3.1): its unit starts it, and nothing that depends on the live set runs until it is back.
     fn take_snapshot(&mut self) -> Option<BTreeSet<String>> {
-        match self.tmux.ensure_server_and_list() {
+        match self.probe() {
             Ok(taken) => {
-                if self.latches.tmux_down.clear() {
+                // Both streaks end here; `|` (not `||`) clears both latches.
+                if self.latches.tmux_down.clear() | self.latches.server_absent.clear() {
                     self.log.line("tmux is reachable again");
                 }
                 let snapshot: BTreeSet<String> = taken.sessions.into_iter().collect();
                 self.note_server(taken.server_pid, snapshot.is_empty());
                 self.install_wake(taken.server_pid);
                 Some(snapshot)
+            }
+            Err(TmuxError::NoServer | TmuxError::SocketDirMissing(_)) if self.config.external_server => {
+                if self.latches.server_absent.raise() {
+                    self.log.line("tmux server is not running; its unit starts it — waiting");
+                }
+                None
             }
             Err(err) => {
                 if self.latches.tmux_down.raise() {
@@ -205,6 +215,14 @@ impl Supervisor {
                 None
             }
         }
+    }
+
+    /// The tick's one tmux process: start-and-list (SUP-4.1), or only list a server that its own unit runs (UP-3.1),
+    /// which a server started here would replace inside this process's cgroup, to die with its next restart.
+    /// Both report the server's pid, so [`Self::install_wake`] hooks an external server on the first tick it
+    /// answers, and again after its unit restarted it.
+    fn probe(&self) -> Result<Snapshot, TmuxError> {
+        if self.config.external_server { self.tmux.list_server() } else { self.tmux.ensure_server_and_list() }
     }
 
     /// SUP-4.4 (issue 11): L4 only when the server really changed (another pid), so sessions ended by

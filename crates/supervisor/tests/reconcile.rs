@@ -44,6 +44,10 @@ impl World {
         fs::write(self.dir.path().join("limit"), limit).unwrap();
     }
     fn supervisor(&self) -> Supervisor {
+        self.supervisor_with(None)
+    }
+    /// With `AGENT_BOX_TMUX_SERVER` set to `server` (75-upgrades UP-3.1).
+    fn supervisor_with(&self, server: Option<&'static str>) -> Supervisor {
         let root = self.dir.path().to_path_buf();
         let home = self.home();
         let env = move |key: &str| -> Option<OsString> {
@@ -55,6 +59,7 @@ impl World {
                 "AGENT_BOX_MARK_STOPPED" => "/bin/true".into(),
                 "AGENT_BOX_TMUX_TMPDIR" => root.display().to_string(),
                 "AGENT_BOX_SESSION_LIMIT_FILE" => root.join("limit").display().to_string(),
+                "AGENT_BOX_TMUX_SERVER" => server?.to_owned(),
                 _ => return None,
             };
             Some(value.into())
@@ -215,6 +220,8 @@ fn sup_2_6a_unrecorded_live_panes_are_adopted_once_at_start_up() {
 fn the_wake_is_installed_once_per_server() {
     let world = World::new(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
     world.fake.state().live.push("a".into());
+    // A recorded launch, so the first tick's adoption (§2 step 6a) has nothing to ask.
+    world.side_file("a", &format!(r#"{{"launchSessionId":"{LAUNCH_A}"}}"#));
     let mut supervisor = world.supervisor();
     let hook = tmux::WakeHook::for_file(&world.home().join(".local/state/agent-box/tmux-wake")).unwrap();
     supervisor.enable_wake(hook);
@@ -234,4 +241,132 @@ fn the_wake_is_installed_once_per_server() {
     }
     assert_eq!(world.fake.calls("hook"), 3, "a refusal is not retried on the same server");
     assert_eq!(World::lines_with(&supervisor, "tmux did not accept the session-closed hook (invalid option"), 1);
+}
+
+/// Ticks until `done` holds. Another test thread of this binary may hold the process-wide registry guard, which
+/// refuses a tick's locked sections at once; the bound is a liveness check, not a timing.
+fn tick_until(supervisor: &mut Supervisor, mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        supervisor.tick();
+        if done() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("still not done after 500 ticks: {:?}", supervisor.log().lines());
+}
+
+#[test]
+fn up_3_1_an_external_server_that_is_down_is_waited_for_with_one_line_and_nothing_done() {
+    let world = World::new(
+        r#"{"version":1,"sessions":{"a":{"agent":"tool"},"r":{"agent":"tool","stopped":true,"ephemeral":true}}}"#,
+    );
+    world.fake.state().unreachable = Some(tmux::TmuxError::NoServer);
+    let mut supervisor = world.supervisor_with(Some("external"));
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    assert_eq!(world.fake.state().calls, ["probe", "probe", "probe"], "listed only, never ensured");
+    let waiting = "tmux server is not running; its unit starts it \u{2014} waiting";
+    assert_eq!(supervisor.log().lines(), [waiting], "one line per streak, no L2");
+    assert!(fs::read_to_string(world.registry()).unwrap().contains("\"r\""), "no reap while the server is down");
+
+    world.fake.state().unreachable = None;
+    tick_until(&mut supervisor, || world.fake.calls("new a") == 1);
+    assert_eq!(World::lines_with(&supervisor, "tmux is reachable again"), 1);
+    world.fake.state().unreachable = Some(tmux::TmuxError::SocketDirMissing(world.home()));
+    supervisor.tick();
+    supervisor.tick();
+    assert_eq!(World::lines_with(&supervisor, waiting), 2, "a new streak, one more line");
+}
+
+#[test]
+fn up_3_1_other_trouble_with_an_external_server_is_still_l2() {
+    let world = World::new(r#"{"version":1,"sessions":{}}"#);
+    world.fake.state().unreachable = Some(tmux::TmuxError::Timeout);
+    let mut supervisor = world.supervisor_with(Some("external"));
+    supervisor.tick();
+    assert_eq!(World::lines_with(&supervisor, "cannot reach tmux (tmux timed out)"), 1);
+}
+
+#[test]
+fn up_3_2_every_new_session_carries_the_unit_variables_after_the_pane_s_own() {
+    let world = World::new(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
+    let mut supervisor = world.supervisor();
+    let mut config = supervisor.config().clone();
+    config.unit_env = vec![
+        ("AGENT_BOX_MARK_STOPPED".to_owned(), "/etc/agent-box/users/agent/mark-stopped".to_owned()),
+        ("AGENT_BOX_SESSION_ID".to_owned(), "not-this-one".to_owned()),
+        ("PATH".to_owned(), "/new/bin:/usr/bin".to_owned()),
+    ];
+    supervisor = Supervisor::new(config, Box::new(world.fake.clone()), Log::capturing());
+    tick_until(&mut supervisor, || world.fake.calls("new a") == 1);
+    let started = world.fake.state().started.clone();
+    let env: Vec<(&str, &str)> = started[0].env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(env.len(), 3, "{env:?}");
+    assert_eq!(env[0].0, "AGENT_BOX_SESSION_ID");
+    assert_ne!(env[0].1, "not-this-one", "the pane's own id wins over an inherited one");
+    assert_eq!(
+        env[1..],
+        [("AGENT_BOX_MARK_STOPPED", "/etc/agent-box/users/agent/mark-stopped"), ("PATH", "/new/bin:/usr/bin")]
+    );
+}
+
+#[test]
+fn the_unit_env_is_path_and_agent_box_variables_but_identity_lock_and_mode() {
+    use std::os::unix::ffi::OsStringExt;
+    let pair = |k: &str, v: &str| (OsString::from(k), OsString::from(v));
+    let vars = vec![
+        pair("HOME", "/home/agent"),
+        pair("PATH", "/opt/bin:/usr/bin"),
+        pair("AGENT_BOX_MARK_STOPPED", "/etc/agent-box/users/agent/mark-stopped"),
+        pair("AGENT_BOX_AGENTS", "claude shell"),
+        pair("AGENT_BOX_CLAUDE_SETTINGS", "#{pane_pid} $(id)"),
+        pair("AGENT_BOX_WEBHOOK_REPO", ""),
+        pair("AGENT_BOX_REGISTRY_LOCK_FD", "7"),
+        pair("AGENT_BOX_SESSION_ID", "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90"),
+        pair("AGENT_BOX_PROFILE", "work"),
+        pair("AGENT_BOX_TMUX_SERVER", "external"),
+        pair("TMUX", "/tmp/tmux-0/default,1,0"),
+        pair("LOCAL_WEBHOOK_STATE_DIR", "/x"),
+        pair("AGENT_BOX_HOST_LABEL", "box"),
+        (OsString::from("AGENT_BOX_ENV_EXEC"), OsString::from_vec(vec![b'/', 0xff])),
+    ];
+    let carried = supervisor::config::unit_env(vars);
+    let names: Vec<&str> = carried.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "AGENT_BOX_AGENTS",
+            "AGENT_BOX_CLAUDE_SETTINGS",
+            "AGENT_BOX_HOST_LABEL",
+            "AGENT_BOX_MARK_STOPPED",
+            "AGENT_BOX_WEBHOOK_REPO",
+            "PATH"
+        ],
+        "sorted; the lock, a pane's identity, the mode, other names and non-UTF-8 values are left out"
+    );
+    assert_eq!(carried[1].1, "#{pane_pid} $(id)", "values verbatim: tmux passes -e values literally (TMX-2)");
+}
+
+/// UP-3.1 with issue 12's wake: an external server gets the session-closed hook on the first tick it answers (not
+/// while it is down), once, and again when its unit restarted it (a new pid).
+#[test]
+fn up_3_1_the_wake_is_installed_when_an_external_server_appears() {
+    let world = World::new(r#"{"version":1,"sessions":{}}"#);
+    world.fake.state().unreachable = Some(tmux::TmuxError::NoServer);
+    let mut supervisor = world.supervisor_with(Some("external"));
+    let hook = tmux::WakeHook::for_file(&world.home().join(".local/state/agent-box/tmux-wake")).unwrap();
+    supervisor.enable_wake(hook);
+    supervisor.tick();
+    supervisor.tick();
+    assert_eq!(world.fake.calls("hook"), 0, "no server, nothing to hook");
+    world.fake.state().unreachable = None;
+    supervisor.tick();
+    supervisor.tick();
+    assert_eq!(world.fake.calls("hook"), 1, "the server that appeared is hooked once");
+    world.fake.state().server_pid = Some(5000);
+    supervisor.tick();
+    assert_eq!(world.fake.calls("hook"), 2, "a server its unit restarted is hooked again");
+    assert_eq!(world.fake.calls("ensure"), 0, "an external server is never started");
 }

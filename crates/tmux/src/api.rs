@@ -46,6 +46,10 @@ pub trait TmuxApi {
     /// Starts the server if needed, sets `exit-empty off`, and reports its pid and sessions, in one client (SUP-4.1).
     fn ensure_server_and_list(&self) -> Result<Snapshot, TmuxError>;
 
+    /// The same snapshot from a server that something else runs (75-upgrades UP-3.1): never starts one, never sets
+    /// an option; `NoServer` (or `SocketDirMissing`) when none runs.
+    fn list_server(&self) -> Result<Snapshot, TmuxError>;
+
     /// The live set in tmux order; no server (or no socket directory) means nothing is live (`Ok(vec![])`).
     fn list_sessions(&self) -> Result<Vec<String>, TmuxError>;
 
@@ -101,6 +105,7 @@ mod tests {
         let api: &dyn TmuxApi = &tmux;
         assert_eq!(api.list_sessions(), Ok(Vec::new()), "no socket directory: nothing is live");
         assert_eq!(api.ensure_server_and_list(), Err(TmuxError::SocketDirMissing("/nonexistent-dir".into())));
+        assert_eq!(api.list_server(), Err(TmuxError::SocketDirMissing("/nonexistent-dir".into())));
         let boxed: Box<dyn TmuxApi> = Box::new(tmux);
         assert!(boxed.socket_path().ends_with("abt"));
     }

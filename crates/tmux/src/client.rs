@@ -101,6 +101,13 @@ fn wait_until_refused(socket: &Path, deadline: Instant) -> Result<(), TmuxError>
     Ok(())
 }
 
+/// The first line is the server's pid (`display-message -p '#{pid}'`), the rest the session names.
+fn snapshot(answer: &Answer) -> Snapshot {
+    let mut lines = answer.lines().into_iter();
+    let server_pid = lines.next().and_then(|line| line.trim().parse().ok());
+    Snapshot { server_pid, sessions: lines.collect() }
+}
+
 fn answer(finished: Finished) -> Result<Answer, TmuxError> {
     if finished.status.success() {
         return Ok(Answer { stdout: String::from_utf8_lossy(&finished.stdout).into_owned() });
@@ -109,11 +116,14 @@ fn answer(finished: Finished) -> Result<Answer, TmuxError> {
 }
 
 impl TmuxApi for Tmux {
-    /// The first line is the server's pid (`display-message -p '#{pid}'`), the rest the session names.
     fn ensure_server_and_list(&self) -> Result<Snapshot, TmuxError> {
-        let mut lines = self.on_socket(commands::ensure_server_and_list(), CallerPane::Strip)?.lines().into_iter();
-        let server_pid = lines.next().and_then(|line| line.trim().parse().ok());
-        Ok(Snapshot { server_pid, sessions: lines.collect() })
+        Ok(snapshot(&self.on_socket(commands::ensure_server_and_list(), CallerPane::Strip)?))
+    }
+
+    /// Unlike [`TmuxApi::list_sessions`], "no server" stays an error: the supervisor must tell "nothing is live"
+    /// from "the server is gone" (75-upgrades UP-3.1).
+    fn list_server(&self) -> Result<Snapshot, TmuxError> {
+        Ok(snapshot(&self.on_socket(commands::list_server(), CallerPane::Strip)?))
     }
 
     /// A missing socket directory is "no server" here: nothing can listen in a directory that does not exist, so
@@ -220,6 +230,19 @@ impl TmuxApi for Tmux {
 }
 
 impl Tmux {
+    /// The command of this socket's server run in the foreground (`tmux -D`), as the tmux unit of 75-upgrades runs
+    /// it, with this adapter's child environment (TMX-3), which the server hands to every pane. Not started here:
+    /// the caller owns its life, as systemd owns the unit's (tests and bench stand in for the unit with it).
+    pub fn foreground_server(&self) -> Command {
+        let mut command = Command::new(&self.config.bin);
+        command.args(commands::foreground_server(&self.config)).env_clear().envs(child_env(
+            self.parent_env.vars(),
+            &self.config.socket_dir,
+            CallerPane::Strip,
+        ));
+        command
+    }
+
     /// Puts the caller's terminal on session `name` and never returns unless tmux could not be started
     /// (`agent-box-session attach`): `switch-client` when the caller is a client of this same server (tmux refuses
     /// to nest), else `attach-session` with the caller's `$TMUX` removed (a client of another server asked for it).

@@ -15,16 +15,32 @@ pub(crate) const SESSION_NAME_FORMAT: &str = "#{session_name}";
 /// tmux runs the commands of one client in order and skips the rest after a failing one.
 const SEPARATOR: &str = ";";
 
-/// `[-f conf] -L socket COMMAND…`: the arguments after the program name.
+/// `[-f conf] [-N] -L socket COMMAND…`: the arguments after the program name.
 pub(crate) fn client_args(config: &TmuxConfig, command: Vec<OsString>) -> Vec<OsString> {
-    let mut args = Vec::with_capacity(command.len() + 4);
+    let mut args = Vec::with_capacity(command.len() + 5);
     if let Some(conf) = &config.conf {
         args.push("-f".into());
         args.push(conf.as_os_str().to_owned());
     }
+    if config.never_start {
+        args.push("-N".into());
+    }
     args.push("-L".into());
     args.push(config.socket.clone().into());
     args.extend(command);
+    args
+}
+
+/// `[-f conf] -D -L socket`: a server in the foreground, as the tmux unit of 75-upgrades (UP-2.1) runs it. `-D`
+/// takes no command and turns `exit-empty` off; `-N` would contradict it, so it is never added here.
+pub(crate) fn foreground_server(config: &TmuxConfig) -> Vec<OsString> {
+    let mut args = Vec::with_capacity(5);
+    if let Some(conf) = &config.conf {
+        args.push("-f".into());
+        args.push(conf.as_os_str().to_owned());
+    }
+    args.extend(words(&["-D", "-L"]));
+    args.push(config.socket.clone().into());
     args
 }
 
@@ -51,6 +67,15 @@ pub(crate) fn ensure_server_and_list() -> Vec<OsString> {
         SERVER_PID_FORMAT,
         SEPARATOR,
     ]);
+    command.extend(list_sessions());
+    command
+}
+
+/// The snapshot of [`ensure_server_and_list`] from a server that its own unit runs (75-upgrades UP-3.1): the
+/// server's pid, then the sessions, and nothing that starts or configures a server (`tmux -D` already keeps
+/// `exit-empty` off). Without a server the client fails with "no server running", which is the answer.
+pub(crate) fn list_server() -> Vec<OsString> {
+    let mut command = words(&["display-message", "-p", SERVER_PID_FORMAT, SEPARATOR]);
     command.extend(list_sessions());
     command
 }
@@ -199,6 +224,32 @@ mod tests {
                 "#{session_name}"
             ]
         );
+    }
+
+    #[test]
+    fn never_start_puts_minus_n_before_the_socket() {
+        let config = TmuxConfig::new("/usr/bin/tmux", "agent-box", "/run/agent-box-u").never_starting_a_server();
+        assert_eq!(
+            strings(&client_args(&config, list_server())),
+            ["-N", "-L", "agent-box", "display-message", "-p", "#{pid}", ";", "list-sessions", "-F", "#{session_name}"]
+        );
+        let with_conf = config.with_conf("/dev/null");
+        assert_eq!(strings(&client_args(&with_conf, kill_server()))[..4], ["-f", "/dev/null", "-N", "-L"]);
+    }
+
+    #[test]
+    fn a_foreground_server_is_minus_d_on_the_socket() {
+        let config = TmuxConfig::new("/usr/bin/tmux", "abt-1-1", "/tmp/abt-1-1").with_conf("/dev/null");
+        assert_eq!(strings(&foreground_server(&config)), ["-f", "/dev/null", "-D", "-L", "abt-1-1"]);
+        let unit = TmuxConfig::new("/usr/bin/tmux", "agent-box", "/run/agent-box-u").never_starting_a_server();
+        assert_eq!(strings(&foreground_server(&unit)), ["-D", "-L", "agent-box"]);
+    }
+
+    #[test]
+    fn listing_an_external_server_neither_starts_nor_configures_one() {
+        let command = list_server();
+        let text = strings(&command);
+        assert!(!text.contains(&"start-server") && !text.contains(&"set-option"), "{text:?}");
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct TmuxConfig {
     pub socket_dir: PathBuf,
     /// Passed as `-f <conf>` when set.
     pub conf: Option<PathBuf>,
+    /// Passed as `-N` when set: no client of this configuration ever starts a server, not even `new-session`
+    /// (75-upgrades UP-3.1: a server another unit owns must never be replaced by one in the caller's cgroup).
+    pub never_start: bool,
     /// Deadline for one tmux client.
     pub timeout: Duration,
 }
@@ -48,6 +51,7 @@ impl TmuxConfig {
             socket: socket.into(),
             socket_dir: socket_dir.into(),
             conf: None,
+            never_start: false,
             timeout: DEFAULT_TIMEOUT,
         }
     }
@@ -55,6 +59,12 @@ impl TmuxConfig {
     /// The same configuration with `-f <conf>`.
     pub fn with_conf(mut self, conf: impl Into<PathBuf>) -> Self {
         self.conf = Some(conf.into());
+        self
+    }
+
+    /// The same configuration with `-N` on every client: tmux refuses to start a server instead of starting one.
+    pub fn never_starting_a_server(mut self) -> Self {
+        self.never_start = true;
         self
     }
 
@@ -90,7 +100,7 @@ impl TmuxConfig {
             None => default_socket_dir(user, nix::unistd::getuid().as_raw(), |dir| dir.is_dir())?,
         };
         let conf = set("AGENT_BOX_TMUX_CONF").map(|value| absolute("AGENT_BOX_TMUX_CONF", value)).transpose()?;
-        Ok(Self { bin, socket, socket_dir, conf, timeout: DEFAULT_TIMEOUT })
+        Ok(Self { bin, socket, socket_dir, conf, never_start: false, timeout: DEFAULT_TIMEOUT })
     }
 
     /// Where tmux puts the server socket for the current uid: `<socket_dir>/tmux-<uid>/<socket>`.
@@ -171,6 +181,7 @@ mod tests {
         assert_eq!(config.socket, "agent-box");
         assert_eq!(config.socket_dir, PathBuf::from("/run/agent-box-alice"));
         assert_eq!(config.conf, None);
+        assert!(!config.never_start, "only the supervisor of an external server sets -N");
         assert_eq!(config.timeout, Duration::from_secs(5));
         assert_eq!(config.bin, PathBuf::from("tmux"), "not on PATH: left bare, fails at spawn");
     }

@@ -148,6 +148,24 @@ fn ensure_server_starts_a_server_that_stays_up_without_sessions() {
     assert_eq!(tmux.ensure_server_and_list().map(|s| s.sessions), Ok(Vec::new()));
 }
 
+/// 75-upgrades UP-3.1: the listing of an external server is an answer only while a server runs; it never starts
+/// one, and with `-N` not even `new-session` does.
+#[test]
+fn an_external_server_is_listed_but_never_started() {
+    let sandbox = Sandbox::new();
+    let config = TmuxConfig::new(tmux_bin(), sandbox.socket.clone(), &sandbox.dir).with_conf("/dev/null");
+    let never = Tmux::new(config.never_starting_a_server()).with_parent_env(sandbox.base_env());
+    assert_eq!(never.list_server(), Err(TmuxError::NoServer));
+    assert_eq!(never.new_session(&sleeper("a", &sandbox.dir)), Err(TmuxError::NoServer));
+    assert!(!sandbox.real().socket_path().exists(), "no server was started");
+
+    let server = sandbox.real().ensure_server_and_list().unwrap().server_pid;
+    assert!(server.is_some());
+    assert_eq!(never.list_server(), Ok(tmux::Snapshot { server_pid: server, sessions: Vec::new() }));
+    never.new_session(&sleeper("a", &sandbox.dir)).unwrap();
+    assert_eq!(never.list_server().map(|s| (s.server_pid, s.sessions)), Ok((server, vec!["a".to_owned()])));
+}
+
 #[test]
 fn ensure_server_lists_existing_sessions() {
     let sandbox = Sandbox::new();

@@ -1,9 +1,9 @@
 //! `cargo xtask bench`: measures the quality bars of spec 90 (sections `epilogue` Q1 Q2, `tick` Q3 Q5, `add` Q4,
-//! `vanish` Q11, `rmw` Q6, `crash` Q7, `faults` Q8, and `golden`, the time of one whole golden render) on release
-//! binaries, every product inside a harness sandbox, and reports a table on stdout plus `target/bench/report.json`.
-//! A section builds only the programs it runs. Every timed comparison samples both sides in the same rounds and
-//! reports the median of the per-round ratios with their spread. Exit 0; with `--enforce` 100 when a bar
-//! that applies here fails; 96 when the setup or a section cannot run.
+//! `vanish` Q11, `rmw` Q6, `crash` Q7, `faults` Q8, `upgrade` Q12, and `golden`, the time of one whole golden
+//! render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
+//! `target/bench/report.json`. A section builds only the programs it runs. Every timed comparison samples both
+//! sides in the same rounds and reports the median of the per-round ratios with their spread. Exit 0; with
+//! `--enforce` 100 when a bar that applies here fails; 96 when the setup or a section cannot run.
 
 mod add;
 mod baseline;
@@ -21,6 +21,7 @@ mod runner;
 mod stats;
 mod tick;
 mod tools;
+mod upgrade;
 mod vanish;
 mod world;
 
@@ -76,6 +77,7 @@ pub enum Section {
     Rmw,
     Crash,
     Faults,
+    Upgrade,
     Golden,
 }
 
@@ -89,12 +91,13 @@ impl Section {
             Self::Rmw => "rmw",
             Self::Crash => "crash",
             Self::Faults => "faults",
+            Self::Upgrade => "upgrade",
             Self::Golden => "golden",
         }
     }
 }
 
-const ALL: [Section; 8] = [
+const ALL: [Section; 9] = [
     Section::Epilogue,
     Section::Tick,
     Section::Add,
@@ -102,6 +105,7 @@ const ALL: [Section; 8] = [
     Section::Rmw,
     Section::Crash,
     Section::Faults,
+    Section::Upgrade,
     Section::Golden,
 ];
 
@@ -208,6 +212,7 @@ fn run_section(section: Section, bench: &Bench, metrics: &mut Vec<Metric>) -> Ou
         Section::Rmw => rmw::run(bench, metrics),
         Section::Crash => crash::run(bench, metrics),
         Section::Faults => faults::run(bench, metrics),
+        Section::Upgrade => upgrade::run(bench, metrics),
         Section::Golden => golden::run(bench, metrics),
     });
     catch_unwind(body).unwrap_or_else(|payload| {
@@ -328,7 +333,7 @@ fn products_of(section: Section) -> &'static [Product] {
         Section::Add => &[SUPERVISOR, SESSION, EPILOGUE],
         Section::Rmw => &[RMW, EPILOGUE],
         Section::Crash => &[SUPERVISOR, SESSION, SPAWN, EPILOGUE, RMW],
-        Section::Faults | Section::Golden => &[SUPERVISOR, SESSION, SPAWN, EPILOGUE],
+        Section::Faults | Section::Upgrade | Section::Golden => &[SUPERVISOR, SESSION, SPAWN, EPILOGUE],
     }
 }
 

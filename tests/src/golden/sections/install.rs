@@ -1,4 +1,4 @@
-//! `golden/install/`: every text file `cargo xtask install` writes (the systemd user unit, the environment file,
+//! `golden/install/`: every text file `cargo xtask install` writes (the two systemd user units, the environment file,
 //! both wrappers, the manifest) and the installed tree with its modes, for the fixture user `agent`, rendered by
 //! the same library the command uses (`crate::install`), with stand-in programs. Paths become `<HOME>`/`<ROOT>`.
 
@@ -45,6 +45,7 @@ pub fn render(out: &mut Artefacts) {
     let layout = Layout::new(&inputs.prefix, &inputs.home);
     let files = [
         ("install/agent-box.service", layout.unit_file.clone()),
+        ("install/agent-box-tmux.service", layout.tmux_unit_file.clone()),
         ("install/agent-box.env", layout.env_file.clone()),
         ("install/wrapper-agent-box-session.sh", layout.bin.join("agent-box-session")),
         ("install/wrapper-agent-box-webhook-spawn.sh", layout.bin.join("agent-box-webhook-spawn")),
