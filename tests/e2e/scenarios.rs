@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use agent_box_tests::fixtures::{
-    Assert, OutputAssertExt, ok, registry_with, session, stderr, stdout, tool, webhook_spawn, with_stdin,
+    Assert, OutputAssertExt, ok, registry_with, session, stderr, stdout, tool, walk_all, webhook_spawn, with_stdin,
 };
 use agent_box_tests::privilege::{NOBODY, chown_tree, unprivileged};
 use agent_box_tests::{HeldLock, Sandbox, wait_until};
@@ -58,21 +58,6 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     }
     let mut out = BTreeMap::new();
     walk(dir, &mut out);
-    out
-}
-
-/// Every path below `dir`, depth first, without following symlinks.
-fn walk_all(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            out.push(path.clone());
-            if entry.file_type().unwrap().is_dir() {
-                out.extend(walk_all(&path));
-            }
-        }
-    }
     out
 }
 

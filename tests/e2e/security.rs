@@ -20,24 +20,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use agent_box_tests::fixtures::{ok, webhook_spawn};
+use agent_box_tests::fixtures::{ok, walk_all, webhook_spawn};
 use agent_box_tests::{Sandbox, wait_until};
 use serde_json::json;
-
-/// Every path below `dir`, depth first, without following symlinks.
-fn walk_all(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            out.push(path.clone());
-            if entry.file_type().unwrap().is_dir() {
-                out.extend(walk_all(&path));
-            }
-        }
-    }
-    out
-}
 
 fn mode(path: &Path) -> u32 {
     fs::symlink_metadata(path).unwrap().mode() & 0o7777

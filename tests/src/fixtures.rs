@@ -90,6 +90,21 @@ pub fn stderr(out: &impl Ran) -> String {
     String::from_utf8_lossy(&out.output().stderr).into_owned()
 }
 
+/// Every path below `dir`, depth first, without following symlinks (a missing or unreadable directory has none).
+pub fn walk_all(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            out.push(path.clone());
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                out.extend(walk_all(&path));
+            }
+        }
+    }
+    out
+}
+
 /// A pane that sleeps, started directly on the private server (unmanaged unless the registry lists it).
 pub fn pane(sb: &Sandbox, name: &str) {
     let argv = vec!["/bin/sh".into(), "-c".into(), "sleep 600".into()];
