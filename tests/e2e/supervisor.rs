@@ -861,7 +861,7 @@ fn sup_2_6a_a_spawn_the_dying_supervisor_never_recorded_is_adopted_then_marked_v
     let doomed = sb.start_supervisor();
     assert_eq!(sb.wait_exit(doomed, Duration::from_secs(30)), None, "SIGKILLed right after new-session");
     assert!(sb.is_live("hook-k"));
-    assert!(!sb.side_file("hook-k").exists(), "the launch was never recorded");
+    assert!(side_launch_id(&sb, "hook-k").is_some(), "the intent was recorded before new-session (issue 17)");
     sb.set_env("AGENT_BOX_TMUX_BIN", plain_tmux);
     sb.use_counting_tmux();
     let second = sb.start_supervisor();

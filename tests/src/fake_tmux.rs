@@ -33,6 +33,8 @@ pub struct FakeState {
     pub env: BTreeMap<String, Vec<(String, String)>>,
     /// When set, `set_wake_hook` fails with this error (a tmux without the hook).
     pub hook_refusal: Option<TmuxError>,
+    /// When set, `new_session` fails with this error after recording the call (no session appears).
+    pub new_refusal: Option<TmuxError>,
 }
 
 impl Default for FakeState {
@@ -48,6 +50,7 @@ impl Default for FakeState {
             during_new: None,
             env: BTreeMap::new(),
             hook_refusal: None,
+            new_refusal: None,
         }
     }
 }
@@ -131,6 +134,9 @@ impl TmuxApi for FakeTmux {
         let mut state = self.state();
         state.calls.push(format!("new {}", request.name));
         state.started.push(request.clone());
+        if let Some(err) = state.new_refusal.clone() {
+            return Err(err);
+        }
         if !state.live.iter().any(|n| n == request.name.as_str()) {
             state.live.push(request.name.to_string());
             state.env.insert(request.name.to_string(), request.env.clone());

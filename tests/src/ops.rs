@@ -180,10 +180,19 @@ impl Sandbox {
         serde_json::from_slice(&fs::read(self.lease_path(name)).ok()?).ok()
     }
 
-    /// Creates a lease for `name` like webhook-spawn does; returns its gen.
+    /// Creates a lease for `name` like webhook-spawn does; returns its gen. When the entry already names a life
+    /// whose lease was not handed to a pane yet (the side file records no lease of that gen), the lease's gen is
+    /// that life, as webhook-spawn makes it; otherwise a fresh gen (a newer assignment), which the supervisor gives
+    /// an entry without a life as its life when it first sees it.
     pub fn create_lease(&self, name: &str) -> String {
         let leases = lease::LeaseDir::new(self.paths().lease_dir());
-        leases.create(&SessionName::parse(name).unwrap(), "github:acme/widgets", Some("7"), None).unwrap().to_string()
+        let side: Option<Value> = fs::read(self.side_file(name)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let handed_out = |life: &str| side.as_ref().is_some_and(|s| s["leaseGen"].as_str() == Some(life));
+        let life =
+            self.entry(name).and_then(|e| e["life"].as_str().filter(|l| !handed_out(l)).and_then(lease::Gen::parse));
+        let new_gen = life.unwrap_or_else(lease::Gen::random);
+        let name = SessionName::parse(name).unwrap();
+        leases.create_with_gen(&name, "github:acme/widgets", Some("7"), new_gen, None).unwrap().to_string()
     }
 
     /// The hook log's parsed lines.

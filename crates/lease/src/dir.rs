@@ -1,6 +1,6 @@
 //! Lease files under one directory lock: create, mark an outcome, record a death, finish, heartbeat, sweep.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
@@ -21,13 +21,14 @@ pub const HEARTBEAT_EVERY_SECS: i64 = 60;
 
 const NOTE: &str = "agent-box assignment lease: present = this box accepted the work below; outcome null = not yet accounted for; outcome set = the box cannot say the work finished. Removed on a clean exit or rm.";
 
-/// Names a valid registry lists; the only input a sweep accepts (so an unreadable registry cannot sweep).
+/// Names a valid registry lists, each with the life its entry names (issue 17); the only input a sweep accepts
+/// (so an unreadable registry cannot sweep).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListedNames(BTreeSet<String>);
+pub struct ListedNames(BTreeMap<String, Option<String>>);
 
 impl ListedNames {
     pub fn from_document(doc: &Document) -> Self {
-        Self(doc.names().map(str::to_owned).collect())
+        Self(doc.names().map(|n| (n.to_owned(), doc.entry(n).and_then(|e| e.life()).map(str::to_owned))).collect())
     }
     /// Drops names reaped this tick.
     pub fn without(mut self, reaped: &[SessionName]) -> Self {
@@ -37,7 +38,11 @@ impl ListedNames {
         self
     }
     pub fn contains(&self, name: &str) -> bool {
-        self.0.contains(name)
+        self.0.contains_key(name)
+    }
+    /// A lease of `name` with `gen` belongs to an older life: the name is listed with another life.
+    fn is_foreign(&self, name: &str, lease_gen: Option<&str>) -> bool {
+        matches!((self.0.get(name), lease_gen), (Some(Some(life)), Some(lease_gen)) if life != lease_gen)
     }
 }
 
@@ -56,7 +61,7 @@ pub struct LeaseDir {
 }
 
 /// The lease file as read under the lock.
-enum Found {
+pub(crate) enum Found {
     Absent,
     Unreadable,
     Present(Lease),
@@ -77,6 +82,10 @@ impl LeaseDir {
         &self.dir
     }
 
+    pub(crate) fn now(&self) -> i64 {
+        (self.clock)()
+    }
+
     pub fn lease_path(&self, name: &SessionName) -> PathBuf {
         self.dir.join(format!("{name}.json"))
     }
@@ -86,7 +95,7 @@ impl LeaseDir {
     }
 
     /// Runs `section` under the directory lock (busy for 2 s: [`LeaseError::Busy`]).
-    fn locked<R>(&self, section: impl FnOnce() -> Result<R, LeaseError>) -> Result<R, LeaseError> {
+    pub(crate) fn locked<R>(&self, section: impl FnOnce() -> Result<R, LeaseError>) -> Result<R, LeaseError> {
         let path = self.lock_path();
         with_file_lock(&path, LEASE_LOCK_WAIT, false, |_| section())
             .map_err(|r| LeaseError::from_refusal(&path, r))
@@ -102,7 +111,7 @@ impl LeaseDir {
         }
     }
 
-    fn find(&self, name: &SessionName) -> Found {
+    pub(crate) fn find(&self, name: &SessionName) -> Found {
         match std::fs::read(self.lease_path(name)) {
             Err(err) if err.kind() == io::ErrorKind::NotFound => Found::Absent,
             Err(_) => Found::Unreadable,
@@ -146,8 +155,21 @@ impl LeaseDir {
         object: Option<&str>,
         log: Option<&HookLog>,
     ) -> Result<Gen, LeaseError> {
+        self.create_with_gen(name, topic, object, Gen::random(), log)
+    }
+
+    /// [`LeaseDir::create`] with a gen chosen by the caller: webhook-spawn makes the lease's gen the life token of
+    /// the entry it adds (issue 17), so the pane of that life and no other settles it.
+    pub fn create_with_gen(
+        &self,
+        name: &SessionName,
+        topic: &str,
+        object: Option<&str>,
+        new_gen: Gen,
+        log: Option<&HookLog>,
+    ) -> Result<Gen, LeaseError> {
         registry::ensure_private_dir(&self.dir).map_err(|e| LeaseError::io(&self.dir, e))?;
-        self.locked(|| self.create_locked(name, topic, object, log))
+        self.locked(|| self.create_locked(name, topic, object, new_gen, log))
     }
 
     fn create_locked(
@@ -155,6 +177,7 @@ impl LeaseDir {
         name: &SessionName,
         topic: &str,
         object: Option<&str>,
+        new_gen: Gen,
         log: Option<&HookLog>,
     ) -> Result<Gen, LeaseError> {
         if let (Some(log), true) = (log, name.is_hook()) {
@@ -164,7 +187,6 @@ impl LeaseDir {
                 Found::Present(old) => drop(log.append_end(name, &EndHow::Swept, Some(&old))),
             }
         }
-        let new_gen = Gen::random();
         let mut map = Map::new();
         map.insert("//".into(), Value::from(NOTE));
         map.insert("topic".into(), Value::from(topic));
@@ -177,14 +199,14 @@ impl LeaseDir {
         Ok(new_gen)
     }
 
-    fn write(&self, name: &SessionName, lease: &Lease) -> Result<(), LeaseError> {
+    pub(crate) fn write(&self, name: &SessionName, lease: &Lease) -> Result<(), LeaseError> {
         let path = self.lease_path(name);
         registry::write_atomic(&path, &lease.to_bytes()).map(drop).map_err(|e| LeaseError::io(&path, e))
     }
 
     /// True when there is no lease file to act on, checked before any lock or directory is touched: an
     /// operation that finds nothing is linearised before any later create.
-    fn nothing_there(&self, name: &SessionName) -> bool {
+    pub(crate) fn nothing_there(&self, name: &SessionName) -> bool {
         matches!(std::fs::symlink_metadata(self.lease_path(name)), Err(e) if e.kind() == io::ErrorKind::NotFound)
     }
 
@@ -196,7 +218,7 @@ impl LeaseDir {
         self.locked(|| self.mark_locked(name, outcome, expect)).map(|(changed, _)| changed)
     }
 
-    fn mark_locked(
+    pub(crate) fn mark_locked(
         &self,
         name: &SessionName,
         outcome: &Outcome,
@@ -233,7 +255,9 @@ impl LeaseDir {
         }
         let log = log.filter(|_| name.is_hook());
         if self.nothing_there(name) {
-            if let Some(log) = log {
+            // A report for gen G when no lease is there comes from a life whose lease was already resolved (and
+            // logged) by rm, a sweep or a reap: a stale report writes no record (issue 17 row 2).
+            if let Some(log) = log.filter(|_| !matches!(expect, Expect::Gen(_))) {
                 drop(log.append_end(name, &EndHow::Died(status), None));
             }
             return Ok(Changed::Absent);
@@ -244,7 +268,9 @@ impl LeaseDir {
             (Changed::Unreadable, Expect::NoLease | Expect::Nothing) => Changed::Stale,
             (other, _) => other,
         };
-        if let Some(log) = log.filter(|_| changed != Changed::Stale && changed != Changed::Unverifiable) {
+        let stale = matches!(changed, Changed::Stale | Changed::Unverifiable)
+            || (changed == Changed::Absent && matches!(expect, Expect::Gen(_)));
+        if let Some(log) = log.filter(|_| !stale) {
             drop(log.append_end(name, &EndHow::Died(status), lease.as_ref()));
         }
         Ok(changed)
@@ -271,7 +297,7 @@ impl LeaseDir {
         self.locked(|| self.finish_locked(name, how, expect, log))
     }
 
-    fn finish_locked(
+    pub(crate) fn finish_locked(
         &self,
         name: &SessionName,
         how: &EndHow,
@@ -329,14 +355,16 @@ impl LeaseDir {
         Ok(Changed::Touched)
     }
 
-    /// Deletes leases of names the registry no longer lists, once they are 30 s old (LS-5.7).
+    /// Deletes leases of names the registry no longer lists, once they are 30 s old (LS-5.7); and (issue 17) the
+    /// lease of an older life of a listed name, once as old: nothing settles it any more, so an open one is
+    /// marked `vanished` first and the `swept` record says so.
     pub fn sweep(&self, listed: &ListedNames, log: Option<&HookLog>) -> SweepReport {
         let mut report = SweepReport::default();
         let now = (self.clock)();
         let due: Vec<SessionName> = self
             .candidate_files()
             .into_iter()
-            .filter(|(name, path)| !listed.contains(name.as_str()) && old_enough(path, now))
+            .filter(|(name, path)| old_enough(path, now) && self.sweepable(listed, name))
             .map(|(name, _)| name)
             .collect();
         if due.is_empty() {
@@ -347,7 +375,7 @@ impl LeaseDir {
                 if !old_enough(&self.lease_path(&name), now) {
                     continue;
                 }
-                match self.finish_locked(&name, &EndHow::Swept, &Expect::Any, log) {
+                match self.sweep_locked(listed, &name, log) {
                     Ok(Changed::Cleared) => report.swept.push(name),
                     Ok(_) => {}
                     Err(err) => report.error = Some(err),
@@ -359,6 +387,32 @@ impl LeaseDir {
             report.error = Some(err);
         }
         report
+    }
+
+    /// Unlisted, or listed with another life than the lease's gen (read lock-free; checked again under the lock).
+    fn sweepable(&self, listed: &ListedNames, name: &SessionName) -> bool {
+        if !listed.contains(name.as_str()) {
+            return true;
+        }
+        matches!(self.find(name), Found::Present(lease) if listed.is_foreign(name.as_str(), lease.gen_value()))
+    }
+
+    fn sweep_locked(
+        &self,
+        listed: &ListedNames,
+        name: &SessionName,
+        log: Option<&HookLog>,
+    ) -> Result<Changed, LeaseError> {
+        if !listed.contains(name.as_str()) {
+            return self.finish_locked(name, &EndHow::Swept, &Expect::Any, log);
+        }
+        let Found::Present(lease) = self.find(name) else { return Ok(Changed::Stale) };
+        let Some(lease_gen) = lease.valid_gen().filter(|g| listed.is_foreign(name.as_str(), Some(g.as_str()))) else {
+            return Ok(Changed::Stale);
+        };
+        let expect = Expect::Gen(lease_gen);
+        self.mark_locked(name, &Outcome::Vanished, &expect)?;
+        self.finish_locked(name, &EndHow::Swept, &expect, log)
     }
 
     /// Removes `*.tmp-XXXXXXXX` leftovers of killed writers; takes the lock only when a listing finds one.

@@ -6,7 +6,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agent_box_types::hooklog::{EndLine, SpawnLine, What};
+use agent_box_types::hooklog::{EndLine, RestartLine, SpawnLine, What};
 use registry::{SessionName, paths::lock_path_of, time, with_file_lock};
 use serde_json::Value;
 
@@ -84,6 +84,17 @@ impl HookLog {
     /// An `end` record; `lease` is the lease as read just before it was deleted or marked (LS-8.3).
     pub fn append_end(&self, name: &SessionName, how: &EndHow, lease: Option<&Lease>) -> Appended {
         self.append(serde_json::to_vec(&self.end_record(name, how, lease)))
+    }
+
+    /// A `restart` record (issue 17); `outcome` is the lease's outcome before the restart.
+    pub fn append_restart(&self, name: &SessionName, outcome: Option<&str>) -> Appended {
+        let line = RestartLine {
+            at: time::format_iso((self.clock)()),
+            what: What::Restart,
+            name: name.to_string(),
+            outcome: outcome.map(str::to_owned),
+        };
+        self.append(serde_json::to_vec(&line))
     }
 
     pub(crate) fn end_record(&self, name: &SessionName, how: &EndHow, lease: Option<&Lease>) -> EndLine {

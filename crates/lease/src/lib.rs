@@ -15,6 +15,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzz;
 mod hooklog;
+mod life;
 mod model;
 mod refusal;
 

@@ -41,10 +41,11 @@ pub enum Expect {
 }
 
 impl Expect {
-    /// The epilogue's third argument: absent → Any, `-` → NoLease, a UUID → Gen, anything else → Nothing.
+    /// The epilogue's third argument: absent or `any` → Any, `-` → NoLease, a UUID → Gen, anything else →
+    /// Nothing. `any` stands in for an absent GEN when a LIFE argument follows it (issue 17).
     pub fn from_arg(arg: Option<&str>) -> Self {
         match arg {
-            None => Self::Any,
+            None | Some("any") => Self::Any,
             Some("-") => Self::NoLease,
             Some(text) => Gen::parse(text).map_or(Self::Nothing, Self::Gen),
         }
@@ -181,6 +182,14 @@ impl Lease {
     pub fn last_seen_at(&self) -> Option<&str> {
         self.text("lastSeenAt")
     }
+    /// `restart` marked this lease and the supervisor has not yet seen the pane it ended (issue 17).
+    pub fn restart_pending(&self) -> bool {
+        self.map.get("restartPending") == Some(&Value::Bool(true))
+    }
+    /// The supervisor saw this lease's life delisted (its side file swept): no new life may take it over.
+    pub fn orphaned(&self) -> bool {
+        self.map.get("orphanedAt").is_some_and(Value::is_string)
+    }
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut bytes = serde_json::to_vec_pretty(&self.map).unwrap_or_default();
         bytes.push(b'\n');
@@ -210,6 +219,12 @@ pub enum Changed {
     Unverifiable,
     Absent,
     Unreadable,
+    /// The absence of the pane was the operator's `restart` (issue 17): its mark was consumed, no outcome written.
+    Restarted,
+    /// `restart` of a leased session: recorded on the lease; with `stopped`, the assignment was revived.
+    RestartRecorded {
+        revived: bool,
+    },
 }
 
 #[cfg(test)]

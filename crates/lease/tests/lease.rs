@@ -603,3 +603,105 @@ fn record_death_marks_then_logs_and_respects_expectations() {
     );
     assert_eq!(leases.outcome(&hook), Some(Outcome::Died(2)));
 }
+
+// Issue 17 (docs/lives.md): the lease operations that tell one life of a name from another.
+
+/// L-7: a crash report for gen G when no lease is there is a late one; its lease was resolved and logged.
+#[test]
+fn a_death_reported_for_a_gen_whose_lease_is_gone_writes_no_record() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    let old = dir.create(&hook, "github:a/b", None, None).unwrap();
+    dir.finish(&hook, &EndHow::Rm, &Expect::Any, Some(&fx.log())).unwrap();
+    let lines = fx.log_lines().len();
+    assert_eq!(dir.record_death(&hook, 1, &Expect::Gen(old), Some(&fx.log())).unwrap(), Changed::Absent);
+    assert_eq!(fx.log_lines().len(), lines, "no died:1 record for a resolved life");
+    assert_eq!(dir.record_death(&hook, 1, &Expect::NoLease, Some(&fx.log())).unwrap(), Changed::Absent);
+    assert_eq!(fx.log_lines().len(), lines + 1, "an unleased hook session's crash is still recorded");
+}
+
+/// L-11, L-13: a restart recorded on an open lease is consumed by the next absence instead of `vanished`; the
+/// absence after that is a loss again.
+#[test]
+fn a_recorded_restart_is_consumed_by_the_next_absence_and_only_that_one() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    let g = dir.create(&hook, "github:a/b", None, None).unwrap();
+    let expect = Expect::Gen(g.clone());
+    let recorded = dir.record_restart(&hook, &expect, Some(&fx.log())).unwrap();
+    assert_eq!(recorded, Changed::RestartRecorded { revived: false });
+    let line = fx.log_lines().pop().unwrap();
+    assert_eq!((&line["what"], &line["name"], &line["outcome"]), (&json!("restart"), &json!("hook-a"), &Value::Null));
+    let lease: Value = serde_json::from_slice(&fs::read(fx.lease_file("hook-a")).unwrap()).unwrap();
+    assert!(lease["restartedAt"].is_string() && lease["restartPending"] == json!(true), "{lease}");
+    assert_eq!(dir.note_absence(&hook, &expect).unwrap(), Changed::Restarted);
+    assert_eq!(dir.outcome(&hook), None, "the assignment goes on");
+    assert_eq!(dir.note_absence(&hook, &expect).unwrap(), Changed::Written);
+    assert_eq!(dir.outcome(&hook), Some(Outcome::Vanished));
+    let other = Expect::Gen(Gen::random());
+    assert_eq!(dir.record_restart(&hook, &other, None).unwrap(), Changed::Stale, "another life's restart");
+}
+
+/// L-12: a restart revives a lease the operator stopped; a crash or a loss stays.
+#[test]
+fn a_restart_revives_a_stopped_lease_but_never_a_crash() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    dir.create(&hook, "github:a/b", None, None).unwrap();
+    dir.mark_outcome(&hook, &Outcome::Stopped, &Expect::Any).unwrap();
+    assert_eq!(
+        dir.record_restart(&hook, &Expect::Any, Some(&fx.log())).unwrap(),
+        Changed::RestartRecorded { revived: true }
+    );
+    let lease: Value = serde_json::from_slice(&fs::read(fx.lease_file("hook-a")).unwrap()).unwrap();
+    assert_eq!(lease["outcome"], Value::Null);
+    assert!(lease.get("endedAt").is_none(), "{lease}");
+    assert_eq!(fx.log_lines().pop().unwrap()["outcome"], json!("stopped"));
+    assert_eq!(dir.record_death(&hook, 1, &Expect::Any, None).unwrap(), Changed::Written, "what became of it");
+    let before = fs::read(fx.lease_file("hook-a")).unwrap();
+    assert_eq!(dir.record_restart(&hook, &Expect::Any, None).unwrap(), Changed::AlreadySet);
+    assert_eq!(fs::read(fx.lease_file("hook-a")).unwrap(), before, "died:1 stays");
+}
+
+/// L-14: a withdrawn restart leaves the next absence a loss.
+#[test]
+fn a_withdrawn_restart_leaves_the_absence_a_loss() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    dir.create(&hook, "github:a/b", None, None).unwrap();
+    dir.record_restart(&hook, &Expect::Any, None).unwrap();
+    assert_eq!(dir.withdraw_restart(&hook, &Expect::Any).unwrap(), Changed::Written);
+    assert_eq!(dir.note_absence(&hook, &Expect::Any).unwrap(), Changed::Written);
+    assert_eq!(dir.outcome(&hook), Some(Outcome::Vanished));
+}
+
+/// L-4: the lease of an older life of a listed name is marked vanished and swept after the grace; the lease of
+/// the listed life is kept; L-5: `orphanedAt` is written only for the gen named.
+#[test]
+fn the_lease_of_an_older_life_of_a_listed_name_is_marked_and_swept() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let (old_name, own_name) = (name("hook-a"), name("hook-b"));
+    let old = dir.create(&old_name, "github:a/b", None, None).unwrap();
+    let own = dir.create(&own_name, "github:a/b", None, None).unwrap();
+    let registry = format!(
+        r#"{{"version":1,"sessions":{{"hook-a":{{"agent":"tool","life":"{}"}},"hook-b":{{"agent":"tool","life":"{own}"}}}}}}"#,
+        Gen::random()
+    );
+    let listed = ListedNames::from_document(&Document::parse(registry.as_bytes()).unwrap());
+    assert!(dir.sweep(&listed, Some(&fx.log())).swept.is_empty(), "within the grace");
+    set_mtime_back(&fx.lease_file("hook-a"), 31);
+    set_mtime_back(&fx.lease_file("hook-b"), 31);
+    assert_eq!(dir.mark_orphaned(&old_name, &Gen::random()).unwrap(), Changed::Stale);
+    assert_eq!(dir.mark_orphaned(&old_name, &old).unwrap(), Changed::Written);
+    set_mtime_back(&fx.lease_file("hook-a"), 31);
+    let report = dir.sweep(&listed, Some(&fx.log()));
+    assert_eq!(report.swept, [old_name.clone()]);
+    let line = fx.log_lines().pop().unwrap();
+    assert_eq!((&line["how"], &line["outcome"]), (&json!("swept"), &json!("vanished")));
+    assert!(fx.lease_file("hook-b").exists(), "the listed life's lease stays");
+}

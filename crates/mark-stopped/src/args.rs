@@ -1,4 +1,5 @@
-//! Hand-parsed argv `NAME STATUS [GEN]` (MS-4): the name is validated before any path exists.
+//! Hand-parsed argv `NAME STATUS [GEN|-|any [LIFE]]` (MS-4, issue 17): the name is validated before any path
+//! exists.
 
 use std::ffi::OsString;
 
@@ -11,6 +12,9 @@ pub struct Report {
     pub name: SessionName,
     pub status: u32,
     pub expect: Expect,
+    /// The life the pane was started for (issue 17); `None` when the pane's command has no fourth argument (a pane
+    /// of an older supervisor). Any text is kept: one that is not the entry's life, mangled or not, matches nothing.
+    pub life: Option<String>,
 }
 
 /// `None` when there is nothing to record (no argument, or a NAME that is not a session name).
@@ -21,7 +25,8 @@ pub fn parse(argv: &[OsString]) -> Option<Report> {
         None => Expect::Any,
         Some(token) => token.to_str().map_or(Expect::Nothing, |t| Expect::from_arg(Some(t))),
     };
-    Some(Report { name, status, expect })
+    let life = argv.get(3).map(|token| token.to_str().unwrap_or("?").to_owned());
+    Some(Report { name, status, expect, life })
 }
 
 /// One to ten ASCII digits up to 2147483647; anything else reads as 1, never as a requested quit (MS-4.3).
@@ -68,7 +73,10 @@ mod tests {
         assert_eq!((report.status, report.expect), (0, Expect::Any));
         assert_eq!(parse(&argv(&["main", "3", "-"])).unwrap().expect, Expect::NoLease);
         assert_eq!(parse(&argv(&["main", "3", "nope"])).unwrap().expect, Expect::Nothing);
-        assert_eq!(parse(&argv(&["main", "3", "-", "extra", "ignored"])).unwrap().status, 3);
+        let life = "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90";
+        let report = parse(&argv(&["main", "3", "any", life, "ignored"])).unwrap();
+        assert_eq!((report.status, report.expect, report.life.as_deref()), (3, Expect::Any, Some(life)));
+        assert_eq!(parse(&argv(&["main", "3", "-"])).unwrap().life, None);
     }
 
     #[test]

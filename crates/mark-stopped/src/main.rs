@@ -19,7 +19,7 @@ const BAKED: Option<(&str, &str)> =
 const UNBAKED_LINE: &str = "agent-box-mark-stopped: built without baked paths (AGENT_BOX_BAKE_SESSIONS_FILE, AGENT_BOX_BAKE_STATE_DIR); nothing was recorded\n";
 
 const HELP: &str = "\
-usage: agent-box-mark-stopped NAME STATUS [GEN|-]
+usage: agent-box-mark-stopped NAME STATUS [GEN|-|any [LIFE]]
        agent-box-mark-stopped --print-paths
        agent-box-mark-stopped --help
        agent-box-mark-stopped --version
@@ -30,7 +30,10 @@ The pane epilogue of agent-box sessions: the pane's shell runs it once after the
   STATUS N>0   the crash is recorded: \"died\": N in sessions.json; a lease for GEN gets the outcome
                died:N (if it has none yet) and the hook log a \"died:N\" line
   GEN          the lease generation the pane was started for; '-' means it started without a lease and
-               must not touch one; without GEN any lease of NAME is acted on
+               must not touch one; without GEN (or with 'any') any lease of NAME is acted on
+  LIFE         the life of NAME the pane was started for: when the registry entry names another life (the
+               name was removed and added again), the report is a late one and changes nothing of the
+               entry; only the lease of GEN, if still there, is settled
 Paths are fixed when the binary is built (--print-paths shows them); no environment variable is read.
 It prints nothing and always exits 0, so a pane never shows its output.
 ";

@@ -28,13 +28,17 @@ enum Registry {
     EntryAbsent,
     /// This pass could not make the write stick.
     Retry,
+    /// Issue 17: the entry names another life than the pane's (the name was removed and added again): the report
+    /// is a late one of an older life and changes nothing of the entry.
+    Stale,
 }
 
 pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
     let target = if report.status == 0 { ("stopped", Value::Bool(true)) } else { ("died", Value::from(report.status)) };
+    let life = report.life.as_deref();
     let mut outcome = Registry::Retry;
     for pass in 0..PASSES {
-        outcome = registry_pass(registry, &report.name, &target);
+        outcome = registry_pass(registry, &report.name, &target, life);
         if outcome != Registry::Retry {
             break;
         }
@@ -45,6 +49,10 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
     let leases = LeaseDir::new(state_dir.join("lease"));
     let log = HookLog::new(state_dir.join("hook-sessions.jsonl"));
     let log = (outcome != Registry::EntryAbsent).then_some(&log);
+    // A stale report still settles its own life's lease (its gen guards that), but nothing unleased or unguarded.
+    if outcome == Registry::Stale && !matches!(report.expect, lease::Expect::Gen(_)) {
+        return;
+    }
     let _ = if report.status == 0 {
         leases.finish(&report.name, &EndHow::Exited, &report.expect, log)
     } else {
@@ -55,24 +63,32 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
 /// One pass: lock-free read, lock, re-read, decide, write, verify, release. The lock-free read already
 /// settles the cases that need no write (absent entry, target state), so they never open the lock; reads that
 /// return the bytes already seen are not looked at again.
-fn registry_pass(registry: &Path, name: &SessionName, target: &(&str, Value)) -> Registry {
+fn registry_pass(registry: &Path, name: &SessionName, target: &(&str, Value), life: Option<&str>) -> Registry {
     let Raw::Bytes(seen) = read_raw(registry) else { return Registry::Done };
     let Some(view) = View::of(&seen, name) else { return Registry::Done };
-    if let Some(settled) = view.settled(name, target) {
+    if let Some(settled) = view.settled(name, target, life) {
         return settled;
     }
-    with_lock_at(registry, LOCK_WAIT, |_| locked_pass(registry, name, target, &seen, view)).unwrap_or(Registry::Retry)
+    with_lock_at(registry, LOCK_WAIT, |_| locked_pass(registry, name, target, life, &seen, view))
+        .unwrap_or(Registry::Retry)
 }
 
 /// The locked part of a pass: re-read (compared piece by piece with the bytes seen; looked at again only when they
 /// changed), decide, write, verify.
-fn locked_pass(registry: &Path, name: &SessionName, target: &(&str, Value), seen: &[u8], view: View<'_>) -> Registry {
+fn locked_pass(
+    registry: &Path,
+    name: &SessionName,
+    target: &(&str, Value),
+    life: Option<&str>,
+    seen: &[u8],
+    view: View<'_>,
+) -> Registry {
     if holds_exactly(registry, &[seen]).unwrap_or(false) {
-        return write_and_verify(registry, name, target, view);
+        return write_and_verify(registry, name, target, life, view);
     }
     match read_raw(registry) {
         Raw::Bytes(again) => match View::of(&again, name) {
-            Some(fresh) => write_and_verify(registry, name, target, fresh),
+            Some(fresh) => write_and_verify(registry, name, target, life, fresh),
             None => Registry::Done,
         },
         _ => Registry::Done,
@@ -80,8 +96,14 @@ fn locked_pass(registry: &Path, name: &SessionName, target: &(&str, Value), seen
 }
 
 /// Decide on the document read under the lock, write it with the target value, read it back (MS-6.1).
-fn write_and_verify(registry: &Path, name: &SessionName, target: &(&str, Value), view: View<'_>) -> Registry {
-    if let Some(settled) = view.settled(name, target) {
+fn write_and_verify(
+    registry: &Path,
+    name: &SessionName,
+    target: &(&str, Value),
+    life: Option<&str>,
+    view: View<'_>,
+) -> Registry {
+    if let Some(settled) = view.settled(name, target, life) {
         return settled;
     }
     let Some(written) = view.edited(name, target) else { return Registry::Done };
@@ -124,17 +146,23 @@ impl<'a> View<'a> {
         }
     }
 
-    /// `Some` when this document needs no write: the entry is absent, not an object, or already in the target state.
-    fn settled(&self, name: &SessionName, (key, value): &(&str, Value)) -> Option<Registry> {
+    /// `Some` when this document needs no write: the entry is absent, not an object, of another life than the
+    /// pane's, or already in the target state.
+    fn settled(&self, name: &SessionName, (key, value): &(&str, Value), life: Option<&str>) -> Option<Registry> {
+        let other_life = |entry: &Map<String, Value>| {
+            life.is_some_and(|life| entry.get(registry::LIFE_KEY).and_then(Value::as_str) != Some(life))
+        };
         match self {
             Self::Spliced { file, entry } => match (file.found(), entry) {
                 (Found::Absent, _) => Some(Registry::EntryAbsent),
                 (Found::NotObject, _) | (Found::Object(_), None) => Some(Registry::Done),
+                (Found::Object(_), Some(entry)) if other_life(entry) => Some(Registry::Stale),
                 (Found::Object(_), Some(entry)) => (entry.get(*key) == Some(value)).then_some(Registry::Done),
             },
             Self::Whole(doc) => match doc.entry(name.as_str()) {
                 None if doc.contains(name.as_str()) => Some(Registry::Done),
                 None => Some(Registry::EntryAbsent),
+                Some(entry) if other_life(entry.raw()) => Some(Registry::Stale),
                 Some(entry) if entry.get(key) == Some(value) => Some(Registry::Done),
                 Some(_) => None,
             },

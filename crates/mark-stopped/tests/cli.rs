@@ -113,7 +113,7 @@ fn main_entry() -> Value {
 
 #[test]
 fn help_exits_0_and_describes_the_argv() {
-    let usage = predicate::str::starts_with("usage: agent-box-mark-stopped NAME STATUS [GEN|-]");
+    let usage = predicate::str::starts_with("usage: agent-box-mark-stopped NAME STATUS [GEN|-|any [LIFE]]");
     Command::new(bin("agent-box-mark-stopped")).arg("--help").env_clear().assert().code(0).stdout(usage);
 }
 

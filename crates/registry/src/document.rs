@@ -188,7 +188,15 @@ impl<'a> Entry<'a> {
     pub fn origin(&self) -> Option<&'a str> {
         self.map.get("origin").and_then(Value::as_str)
     }
+    /// The life token (issue 17), only when UUID-shaped: which life of this name the entry is. Writers that hand
+    /// out none (the settings daemon, the old implementation) leave it absent; the supervisor then gives one.
+    pub fn life(&self) -> Option<&'a str> {
+        self.map.get(LIFE_KEY).and_then(Value::as_str).filter(|s| is_uuid(s))
+    }
 }
+
+/// The entry key of the life token (issue 17).
+pub const LIFE_KEY: &str = "life";
 
 /// Update-only mutable view: existing keys change in place, new keys are appended (RG-4.2).
 #[derive(Debug)]
@@ -233,6 +241,8 @@ pub struct NewEntry<'a> {
     /// `(source, repository)`, written only when both are non-empty.
     pub hook: Option<(&'a str, &'a str)>,
     pub ephemeral: bool,
+    /// The life token: webhook-spawn's lease gen, `add`'s fresh UUID (issue 17).
+    pub life: &'a str,
 }
 
 /// The default of `remoteControl` for a harness: codex runs remote control through a separate wrapper.
@@ -267,6 +277,7 @@ pub fn new_entry(spec: &NewEntry<'_>) -> Map<String, Value> {
     if spec.ephemeral {
         map.insert("ephemeral".into(), Value::Bool(true));
     }
+    map.insert(LIFE_KEY.into(), Value::from(spec.life));
     map
 }
 
@@ -414,6 +425,7 @@ mod tests {
             created_at: 1_795_944_123,
             hook: Some(("github", "acme/widgets")),
             ephemeral: true,
+            life: "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
         });
         let keys: Vec<_> = entry.keys().cloned().collect();
         assert_eq!(
@@ -434,7 +446,8 @@ mod tests {
                 "origin",
                 "createdAt",
                 "hook",
-                "ephemeral"
+                "ephemeral",
+                "life"
             ]
         );
         assert!(!default_remote_control("codex"));
@@ -453,6 +466,7 @@ mod tests {
                 created_at: 0,
                 hook: None,
                 ephemeral: false,
+                life: "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
             }
         });
         assert!(!plain.contains_key("hook") && !plain.contains_key("ephemeral"));

@@ -27,7 +27,7 @@ pub mod time;
 
 pub use atomic::{ensure_private_dir, write_atomic, write_atomic_parts};
 pub use capacity::{CapacityError, Mode, Usage, admit, read_limit};
-pub use document::{Document, Entry, EntryMut, FieldError, NewEntry, new_entry};
+pub use document::{Document, Entry, EntryMut, FieldError, LIFE_KEY, NewEntry, new_entry};
 pub use error::{LockRefusal, RegistryError};
 pub use heal::{HealLatches, HealOutcome, self_heal};
 pub use id::{is_uuid, new_uuid_v4};

@@ -198,6 +198,7 @@ fn build_entry(args: &AddArgs, valid: &Validated) -> serde_json::Map<String, ser
         created_at: registry::time::now_epoch(),
         hook,
         ephemeral: args.ephemeral,
+        life: &new_uuid_v4(),
     })
 }
 

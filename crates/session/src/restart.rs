@@ -1,6 +1,15 @@
 //! `restart NAME` and `restart --all` (50-session-cli §11): admission, clear `stopped` (never `died`), then kill,
 //! so the supervisor starts the session again.
+//!
+//! Issue 17: a leased session's restart is recorded on its lease before anything is killed, in the same
+//! registry-lock section that clears `stopped` (as `stop` records `stopped`): `restartPending`, so the supervisor
+//! reads the absence of the pane as the operator's restart and not as a loss, and for a hook name a `restart` line
+//! in the hook log. A lease the operator `stopped` is revived (its outcome back to null), so what becomes of the
+//! revived assignment is recorded again. A crash or a loss already on the lease stays, and so does the lease of a
+//! session whose pane was already gone (nothing is restarted there that a loss did not end first): when the kill
+//! finds no pane of a session that was not stopped, the mark is taken back.
 
+use lease::{Changed, Expect, Gen, HookLog, LeaseDir};
 use registry::{Document, SessionName};
 use view::{Context, KillResult};
 
@@ -30,10 +39,20 @@ enum Listed {
     Unstopped,
 }
 
+/// A restart recorded on a lease, with the expectation to take it back by.
+#[derive(Debug)]
+struct Marked {
+    name: SessionName,
+    expect: Expect,
+    unstopped: bool,
+}
+
 fn one(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
     let name = checked_name(raw)?;
-    let listed = if ctx.paths.registry().exists() { relisted(ctx, &name, out)? } else { Listed::No };
-    let line = match (listed, ctx.kill(&name)) {
+    let (listed, marked) = if ctx.paths.registry().exists() { relisted(ctx, &name, out)? } else { (Listed::No, None) };
+    let killed = ctx.kill(&name);
+    settle_marks(ctx, marked.as_slice(), &[(&name, &killed)], out);
+    let line = match (listed, killed) {
         (Listed::Unstopped, KillResult::Failed(reason)) => {
             return Err(SessionError::PartlyDone(messages::unstopped_but_not_killed(raw, &reason)));
         }
@@ -50,22 +69,67 @@ fn one(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
     Ok(())
 }
 
-/// Under the lock: admission for a listed name, then `stopped` removed.
-fn relisted(ctx: &Context, name: &SessionName, out: &mut Out) -> Result<Listed, SessionError> {
-    with_locked(ctx, out, |guard| {
+/// Under the lock: admission for a listed name, then `stopped` removed, then the restart on its lease.
+fn relisted(ctx: &Context, name: &SessionName, out: &mut Out) -> Result<(Listed, Option<Marked>), SessionError> {
+    let (listed, marked, warning) = with_locked(ctx, out, |guard| {
         let mut doc = read_locked(guard)?;
         if !doc.contains(name.as_str()) {
-            return Ok(Listed::No);
+            return Ok((Listed::No, None, None));
         }
         if !is_shell(&doc, name.as_str()) {
             ctx.check_capacity(doc.sessions(), &[name.as_str()])?;
         }
-        if doc.entry_mut(name).is_some_and(|mut e| e.remove_key("stopped")) {
+        let unstopped = doc.entry_mut(name).is_some_and(|mut e| e.remove_key("stopped"));
+        if unstopped {
             write_locked(guard, &doc)?;
-            return Ok(Listed::Unstopped);
         }
-        Ok(Listed::Yes)
-    })
+        let (marked, warning) = mark_restart(ctx, &doc, name, unstopped);
+        Ok((if unstopped { Listed::Unstopped } else { Listed::Yes }, marked, warning))
+    })?;
+    if let Some(warning) = warning {
+        out.warn(warning);
+    }
+    Ok((listed, marked))
+}
+
+/// Records the restart on the lease of `name` (not for a crashed entry: its lease keeps the crash, and the
+/// supervisor never reads a crashed session's absence as a loss). The expectation: the entry's life, which is
+/// its lease's gen; the side file's gen, or any lease, for an entry without one.
+fn mark_restart(
+    ctx: &Context,
+    doc: &Document,
+    name: &SessionName,
+    unstopped: bool,
+) -> (Option<Marked>, Option<String>) {
+    let Some(entry) = doc.entry(name.as_str()).filter(|e| e.died().is_none()) else { return (None, None) };
+    let expect = entry
+        .life()
+        .and_then(Gen::parse)
+        .or_else(|| view::read::side_lease_gen(&ctx.paths, name))
+        .map_or(Expect::Any, Expect::Gen);
+    let log = HookLog::new(ctx.paths.hook_log());
+    match LeaseDir::new(ctx.paths.lease_dir()).record_restart(name, &expect, Some(&log)) {
+        Ok(Changed::RestartRecorded { .. }) => (Some(Marked { name: name.clone(), expect, unstopped }), None),
+        Ok(_) => (None, None),
+        Err(err) => (None, Some(format!("lease of '{name}': restart not recorded: {err}"))),
+    }
+}
+
+/// A restart recorded on a lease whose pane turned out to be gone already (not stopped: a loss, not the restart)
+/// or could not be killed is taken back, so the supervisor still reads that absence as what it is.
+fn settle_marks(ctx: &Context, marks: &[Marked], kills: &[(&SessionName, &KillResult)], out: &mut Out) {
+    let leases = LeaseDir::new(ctx.paths.lease_dir());
+    for mark in marks {
+        let Some((_, killed)) = kills.iter().find(|(name, _)| **name == mark.name) else { continue };
+        let keep = match killed {
+            KillResult::Killed => true,
+            KillResult::AlreadyGone => mark.unstopped,
+            KillResult::Failed(_) => false,
+        };
+        if !keep && let Err(err) = leases.withdraw_restart(&mark.name, &mark.expect) {
+            out.warn(format!("lease of '{}': restart mark not taken back: {err}", mark.name));
+        }
+    }
 }
 
 fn all(ctx: &Context, out: &mut Out) -> Result<(), SessionError> {
@@ -73,30 +137,46 @@ fn all(ctx: &Context, out: &mut Out) -> Result<(), SessionError> {
         out.line(messages::NOTHING_TO_RESTART);
         return Ok(());
     }
-    let (keys, cleared) = with_locked(ctx, out, |guard| {
+    let (keys, cleared, marks, warnings) = with_locked(ctx, out, |guard| {
         let mut doc = read_locked(guard)?;
         let keys: Vec<String> = doc.names().map(str::to_owned).collect();
         let targets: Vec<&str> = keys.iter().map(String::as_str).filter(|k| !is_shell(&doc, k)).collect();
         if !targets.is_empty() {
             ctx.check_capacity(doc.sessions(), &targets)?;
         }
-        let mut cleared = 0;
+        let mut unstopped = Vec::new();
         for name in keys.iter().filter_map(|k| SessionName::parse(k).ok()) {
-            cleared += usize::from(doc.entry_mut(&name).is_some_and(|mut e| e.remove_key("stopped")));
+            if doc.entry_mut(&name).is_some_and(|mut e| e.remove_key("stopped")) {
+                unstopped.push(name);
+            }
         }
-        if cleared > 0 {
+        if !unstopped.is_empty() {
             write_locked(guard, &doc)?;
         }
-        Ok((keys, cleared))
+        let (mut marks, mut warnings) = (Vec::new(), Vec::new());
+        for name in keys.iter().filter_map(|k| SessionName::parse(k).ok()) {
+            let (marked, warning) = mark_restart(ctx, &doc, &name, unstopped.contains(&name));
+            marks.extend(marked);
+            warnings.extend(warning);
+        }
+        Ok((keys, unstopped.len(), marks, warnings))
     })?;
+    for warning in warnings {
+        out.warn(warning);
+    }
     let (mut killed, mut without_pane, mut failures) = (0, 0, Vec::new());
+    let mut kills = Vec::new();
     for name in keys.iter().filter_map(|k| SessionName::parse(k).ok()) {
-        match ctx.kill(&name) {
-            KillResult::Failed(reason) => failures.push(KillFailure { name: name.to_string(), reason }),
+        let result = ctx.kill(&name);
+        match &result {
+            KillResult::Failed(reason) => failures.push(KillFailure { name: name.to_string(), reason: reason.clone() }),
             KillResult::Killed => killed += 1,
             KillResult::AlreadyGone => without_pane += 1,
         }
+        kills.push((name, result));
     }
+    let kill_refs: Vec<(&SessionName, &KillResult)> = kills.iter().map(|(n, k)| (n, k)).collect();
+    settle_marks(ctx, &marks, &kill_refs, out);
     if !failures.is_empty() {
         return Err(SessionError::KillsFailedAfterWrite { failures, cleared });
     }

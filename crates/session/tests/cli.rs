@@ -115,7 +115,8 @@ fn cl04_the_entry_has_the_documented_shape() {
             "boxSessionId",
             "hasRun",
             "origin",
-            "createdAt"
+            "createdAt",
+            "life"
         ]
     );
     assert_eq!(entry["extraArgs"], json!(["--model", "sonnet"]));

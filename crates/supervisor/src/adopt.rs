@@ -20,6 +20,7 @@ use registry::store::{read_for_write, write_document};
 use registry::{Document, RegistryLock, SessionName, is_uuid};
 use serde_json::Value;
 
+use crate::launch::gen_argument;
 use crate::side::{SideFile, SideFileIo};
 use crate::supervisor::{Supervisor, Tick};
 
@@ -56,7 +57,7 @@ impl Supervisor {
             .filter_map(|key| {
                 let name = SessionName::parse(key).ok()?;
                 let entry = doc.entry(key).filter(|e| !e.stopped())?;
-                let side = SideFile::read(&self.config.paths.side_file(&name));
+                let side = SideFile::read(&self.config.paths.side_file(&name)).of_life(entry.life());
                 if side.launch_session_id.is_some() {
                     return None;
                 }
@@ -76,8 +77,10 @@ impl Supervisor {
         for orphan in orphans {
             let name = &orphan.name;
             let Some(mut entry) = fresh.entry_mut(name).filter(|e| !e.view().stopped()) else { continue };
-            let (_, lease_gen) = self.lease_argument(name);
-            let side = SideFile { launch_session_id: Some(orphan.launch_id.clone()), lease_gen, ..SideFile::default() };
+            let life = entry.view().life().map(str::to_owned);
+            let (_, lease_gen) = gen_argument(&self.leases.read(name), life.as_deref());
+            let side =
+                SideFile { life, launch_session_id: Some(orphan.launch_id.clone()), lease_gen, ..SideFile::default() };
             self.record_side_file(name, &side);
             if !entry.view().has_run() {
                 entry.set("hasRun", Value::Bool(true));

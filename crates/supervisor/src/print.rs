@@ -4,11 +4,11 @@
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 
-use lease::{LeaseDir, LeaseState};
+use lease::LeaseDir;
 use registry::{ReadOutcome, SessionName, read};
 
 use crate::config::Config;
-use crate::launch::{GenArg, PrepareError, command_line, prepare, render_script};
+use crate::launch::{PrepareError, command_line, gen_argument, prepare, render_script};
 use crate::side::{SideFile, SideFileIo};
 
 /// Why the dry run printed nothing.
@@ -34,18 +34,14 @@ pub fn print_command(config: &Config, name: &str) -> Result<Vec<u8>, PrintError>
     let entry = doc
         .entry(name.as_str())
         .ok_or_else(|| PrintError::Render(format!("session '{name}': its entry is not a JSON object")))?;
-    let side = SideFile::read(&config.paths.side_file(&name));
+    let side = SideFile::read(&config.paths.side_file(&name)).of_life(entry.life());
     let prepared = prepare(config, &name, entry, &side).map_err(|e| match e {
         PrepareError::Fatal(problem) => PrintError::Render(format!("session '{name}': {problem}")),
         PrepareError::NotInstalled(agent) => {
             PrintError::Render(format!("session '{name}': agent '{agent}' is not installed"))
         }
     })?;
-    let gen_arg = match LeaseDir::new(config.paths.lease_dir()).read(&name) {
-        LeaseState::Absent => GenArg::NoLease,
-        LeaseState::Present(lease) => lease.valid_gen().map_or(GenArg::Omitted, |g| GenArg::Gen(g.to_string())),
-        LeaseState::Unreadable => GenArg::Omitted,
-    };
+    let (gen_arg, _) = gen_argument(&LeaseDir::new(config.paths.lease_dir()).read(&name), entry.life());
     let mut out = Vec::new();
     let _ = writeln!(out, "session {name}");
     let _ = writeln!(out, "harness {}", prepared.harness.agent);

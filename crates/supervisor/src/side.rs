@@ -17,6 +17,8 @@ pub trait SideFileIo: Sized {
     fn to_bytes(&self) -> Vec<u8>;
     /// Writes the file with the atomic helper, creating the side directory (0700) when missing.
     fn write(&self, path: &Path) -> std::io::Result<()>;
+    /// The file as it concerns the entry of life `life` (issue 17): a file of another life says nothing.
+    fn of_life(self, life: Option<&str>) -> Self;
 }
 
 impl SideFileIo for SideFile {
@@ -28,6 +30,7 @@ impl SideFileIo for SideFile {
         let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(bytes) else { return Self::default() };
         let uuid = |key: &str| map.get(key).and_then(Value::as_str).filter(|s| is_uuid(s)).map(str::to_owned);
         Self {
+            life: uuid("life"),
             launch_session_id: uuid("launchSessionId"),
             lease_gen: uuid("leaseGen"),
             backoff_until: map.get("backoffUntil").and_then(Value::as_str).map(str::to_owned),
@@ -43,6 +46,13 @@ impl SideFileIo for SideFile {
     fn write(&self, path: &Path) -> std::io::Result<()> {
         registry::ensure_private_dir(registry::atomic::parent_dir(path))?;
         write_atomic(path, &self.to_bytes()).map(drop)
+    }
+
+    fn of_life(self, life: Option<&str>) -> Self {
+        match &self.life {
+            Some(own) if Some(own.as_str()) != life => Self::default(),
+            _ => self,
+        }
     }
 }
 
@@ -70,6 +80,7 @@ mod tests {
     #[test]
     fn writes_compact_keys_in_order() {
         let side = SideFile {
+            life: None,
             launch_session_id: Some("a".into()),
             lease_gen: Some("b".into()),
             backoff_until: Some("2026-11-29T14:03:11Z".into()),

@@ -3,15 +3,17 @@
 
 use std::collections::BTreeSet;
 
-use lease::LeaseState;
 use registry::capacity::{Mode, admit, read_limit};
-use registry::store::{read_for_write, write_document};
+use registry::store::read_for_write;
 use registry::{CapacityError, Document, Entry, RegistryLock, SessionName};
 use serde_json::{Map, Value};
 use tmux::{NewSession, TmuxError};
 
 use crate::backoff::Backoff;
-use crate::launch::{GenArg, HarnessKind, PrepareError, Prepared, SpawnKind, prepare, render_script, tmux_command};
+use crate::launch::{
+    GenArg, HarnessKind, PrepareError, Prepared, SpawnKind, gen_argument, prepare, render_script, tmux_command,
+};
+use crate::messages;
 use crate::side::{SideFile, SideFileIo};
 use crate::supervisor::{Supervisor, Tick};
 
@@ -97,11 +99,16 @@ impl Supervisor {
         }
     }
 
-    /// SUP-7.1 steps 2–9 under `guard`.
+    /// SUP-7.1 steps 2–9 under `guard`, with the intent of issue 17: the side file and the registry record the
+    /// spawn before `new-session` runs, and are put back when it fails.
     fn locked_start(&mut self, tick: &mut Tick, guard: &RegistryLock, prepared: &Prepared, side: &SideFile) {
         let name = &prepared.name;
-        let Ok(fresh) = read_for_write(guard.registry()) else { return };
-        if fresh.entry(name.as_str()).is_none_or(|e| e.stopped()) {
+        let Ok(mut fresh) = read_for_write(guard.registry()) else { return };
+        let Some(entry) = fresh.entry(name.as_str()).filter(|e| !e.stopped()) else { return };
+        if *entry.raw() != prepared.entry {
+            // Issue 17 row 10: the entry changed (another life, a new prompt) while this start was prepared from
+            // the tick document; its write woke the loop, and the next tick prepares again from what is there now.
+            self.log.line(&messages::changed_while_preparing(name));
             return;
         }
         let shell = prepared.harness.kind == HarnessKind::Shell;
@@ -109,27 +116,27 @@ impl Supervisor {
             return;
         }
         self.latches.waiting.clear(name.as_str());
-        let (gen_arg, lease_gen) = self.lease_argument(name);
-        let launch_file = self.config.paths.launch_file(name);
-        let mut script = render_script(&self.config, prepared, &gen_arg);
-        script.push(b'\n');
-        let written = registry::ensure_private_dir(&self.config.paths.side_dir())
-            .and_then(|()| registry::write_atomic(&launch_file, &script).map(drop));
-        if let Err(err) = written {
-            if self.latches.write_failed.raise(name.as_str()) {
-                self.log.line(&format!("session '{name}': cannot write {} ({err})", launch_file.display()));
-            }
+        let (gen_arg, lease_gen) = gen_argument(&self.leases.read(name), prepared.life.as_deref());
+        if !self.write_launch_file(prepared, &gen_arg) {
             return;
         }
+        let recorded = SideFile {
+            life: prepared.life.clone(),
+            launch_session_id: Some(prepared.bid.clone()),
+            lease_gen: lease_gen.clone(),
+            ..SideFile::default()
+        };
+        let Some(undo) = self.record_intent(guard, &mut fresh, prepared, side, &recorded) else { return };
         let request = NewSession {
             name: name.clone(),
             cwd: prepared.cwd.clone(),
             env: self.pane_env(prepared),
-            argv: tmux_command(&launch_file),
+            argv: tmux_command(&self.config.paths.launch_file(name)),
         };
         let pane_pid = match self.tmux.new_session(&request) {
             Ok(pid) => pid,
             Err(err) => {
+                self.undo_intent(guard, name, undo);
                 self.note_spawn_failure(name, &err);
                 return;
             }
@@ -138,8 +145,29 @@ impl Supervisor {
         if let Some(probed) = tick.probed.as_mut() {
             probed.insert(name.to_string());
         }
-        if self.after_spawn(tick, guard, prepared, side, lease_gen.clone()) {
-            self.log_spawn(prepared, pane_pid, lease_gen.as_deref());
+        match self.after_spawn(tick, guard, prepared) {
+            true => self.log_spawn(prepared, pane_pid, lease_gen.as_deref()),
+            // The post-check killed the new pane: the start did not happen, so its intent is taken back.
+            false => self.undo_intent(guard, name, undo),
+        }
+    }
+
+    /// SUP-7.1 step 4's write of the launch file; false (after L15) when it failed.
+    fn write_launch_file(&mut self, prepared: &Prepared, gen_arg: &GenArg) -> bool {
+        let name = &prepared.name;
+        let launch_file = self.config.paths.launch_file(name);
+        let mut script = render_script(&self.config, prepared, gen_arg);
+        script.push(b'\n');
+        let written = registry::ensure_private_dir(&self.config.paths.side_dir())
+            .and_then(|()| registry::write_atomic(&launch_file, &script).map(drop));
+        match written {
+            Ok(()) => true,
+            Err(err) => {
+                if self.latches.write_failed.raise(name.as_str()) {
+                    self.log.line(&format!("session '{name}': cannot write {} ({err})", launch_file.display()));
+                }
+                false
+            }
         }
     }
 
@@ -165,18 +193,6 @@ impl Supervisor {
         self.admits(fresh.sessions(), &live, name)
     }
 
-    /// SUP-8.2 / LS-6.2: the epilogue's GEN argument and the `leaseGen` to record.
-    pub(crate) fn lease_argument(&self, name: &SessionName) -> (GenArg, Option<String>) {
-        match self.leases.read(name) {
-            LeaseState::Absent => (GenArg::NoLease, None),
-            LeaseState::Present(lease) => match lease.valid_gen() {
-                Some(g) => (GenArg::Gen(g.to_string()), Some(g.to_string())),
-                None => (GenArg::Omitted, None),
-            },
-            LeaseState::Unreadable => (GenArg::Omitted, None),
-        }
-    }
-
     fn note_spawn_failure(&mut self, name: &SessionName, err: &TmuxError) {
         if *err == TmuxError::DuplicateSession {
             return;
@@ -199,51 +215,21 @@ impl Supervisor {
         self.log.line(&format!("started '{name}' ({kind}, harness {agent}, pane pid {pid}, {lease})"));
     }
 
-    /// Steps 6–9: post-check, side file, mirrors and `died` in one registry edit, memory; false when the
-    /// post-check killed the new pane.
-    fn after_spawn(
-        &mut self,
-        tick: &Tick,
-        guard: &RegistryLock,
-        prepared: &Prepared,
-        side: &SideFile,
-        lease_gen: Option<String>,
-    ) -> bool {
+    /// Steps 6 and 9: post-check and memory; false when the post-check killed the new pane. The side file, the
+    /// mirrors and the removal of `died` (steps 7 and 8) were written as the intent, before `new-session`.
+    fn after_spawn(&mut self, tick: &Tick, guard: &RegistryLock, prepared: &Prepared) -> bool {
         let name = &prepared.name;
-        let Ok(mut fresh) = read_for_write(guard.registry()) else { return true };
+        let Ok(fresh) = read_for_write(guard.registry()) else { return true };
         if fresh.entry(name.as_str()).is_none_or(|e| e.stopped()) {
             let _ = self.tmux.kill_session(name);
             self.log.line(&format!("'{name}' was removed or stopped while it was starting; killed the new pane"));
             return false;
         }
-        let recorded = SideFile {
-            launch_session_id: Some(prepared.bid.clone()),
-            lease_gen,
-            backoff_until: None,
-            quick_exits: None,
-            harness_missing: None,
-        };
-        if recorded != *side {
-            self.record_side_file(name, &recorded);
-        }
-        if let Some(mut entry) = fresh.entry_mut(name) {
-            let mut changed = false;
-            if !prepared.launched || prepared.rotated {
-                changed |= entry.set("hasRun", Value::Bool(true));
-                changed |= entry.set("boxSessionId", Value::from(prepared.bid.as_str()));
-                changed |= entry.set("initialPrompt", Value::Null);
-            }
-            if entry.view().died().is_some() {
-                changed |= entry.remove_key("died");
-            }
-            if changed && write_document(guard, &fresh).is_err() && self.latches.write_failed.raise(name.as_str()) {
-                self.log.line(&format!("session '{name}': cannot write {}", guard.registry().display()));
-            }
-        }
         let memory = self.memory.entry(name.to_string()).or_default();
         // A first start is a new life (the name was added anew): no streak carries over (SUP-9.2).
         let previous = memory.backoff.as_ref().filter(|_| prepared.launched);
         memory.backoff = Some(Backoff::started(&prepared.bid, tick.now, previous));
+        memory.life = prepared.life.clone();
         memory.vanished_marked = false;
         memory.crash_noted = false;
         true

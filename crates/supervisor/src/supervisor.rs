@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use lease::{Expect, HookLog, LeaseDir, Outcome, RefusalRecord};
+use lease::{Expect, HookLog, LeaseDir, RefusalRecord};
 use registry::{Document, Entry, HealLatches, SessionName, self_heal};
 use tmux::{Snapshot, TmuxApi, TmuxError, WakeHook};
 
@@ -21,6 +21,8 @@ pub const HEARTBEAT_EVERY_SECS: i64 = 60;
 /// What the supervisor remembers about one listed name between ticks.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Memory {
+    /// The life this memory is about (issue 17): a new life of the name starts with an empty memory.
+    pub life: Option<String>,
     pub backoff: Option<Backoff>,
     /// The lease was already marked vanished for the current absence (SUP-8.1).
     pub vanished_marked: bool,
@@ -172,6 +174,7 @@ impl Supervisor {
         let mut tick = Tick { now: (self.clock)(), ..Tick::default() };
         tick.snapshot = self.take_snapshot();
         let Some(mut doc) = self.heal_registry(&mut tick) else { return };
+        self.give_lives(&mut tick, &mut doc);
         if tick.snapshot.is_some() {
             self.reap(&mut tick, &mut doc);
         }
@@ -321,10 +324,11 @@ impl Supervisor {
             // The side file is read only for entries whose pane is missing; the spawn path reuses it.
             let side = match (&name, entry) {
                 (Some(name), Some(entry)) if needs_launch_state(entry, pane_present) => {
-                    SideFile::read(&self.config.paths.side_file(name))
+                    SideFile::read(&self.config.paths.side_file(name)).of_life(entry.life())
                 }
                 _ => SideFile::default(),
             };
+            self.forget_other_life(key, entry.and_then(|e| e.life()));
             let launched = side.launch_session_id.is_some() || entry.is_some_and(|e| e.has_run());
             let seen = Seen { key_valid: name.is_some(), entry, pane_present, launched };
             let (Some(name), Some(entry)) = (name, entry) else {
@@ -344,6 +348,16 @@ impl Supervisor {
             }
         }
         running
+    }
+
+    /// Issue 17: what this process remembers of a name (backoff, marks, heartbeat timer) is about one life.
+    fn forget_other_life(&mut self, key: &str, life: Option<&str>) {
+        if let Some(memory) = self.memory.get_mut(key)
+            && memory.life.is_some()
+            && memory.life.as_deref() != life
+        {
+            *memory = Memory::default();
+        }
     }
 
     /// D1 (L13 once per key per process) and D3 (L14 once per streak).
@@ -395,7 +409,11 @@ impl Supervisor {
         if std::mem::replace(&mut memory.vanished_marked, true) {
             return;
         }
-        let lease = match self.leases.mark_outcome(name, &Outcome::Vanished, &expect_of(side)) {
+        let lease = match self.leases.note_absence(name, &expect_of(side)) {
+            Ok(lease::Changed::Restarted) => {
+                self.log.line(&crate::messages::restarted_by_operator(name));
+                return;
+            }
             Ok(lease::Changed::Written) => "its lease is marked vanished",
             Ok(lease::Changed::Absent) => "it holds no lease",
             Ok(_) => "its lease is left as it was",

@@ -8,6 +8,7 @@ use lease::{EndHow, Expect, ListedNames};
 use registry::store::{read_for_write, write_document};
 use registry::{Document, RegistryLock, SessionName};
 
+use crate::side::{SideFile, SideFileIo};
 use crate::supervisor::{QUARANTINE_SWEEP_PAUSE_SECS, Supervisor, Tick};
 
 /// Filters younger than this may belong to a spawn still in its critical section (SUP-10.3).
@@ -70,15 +71,28 @@ impl Supervisor {
             let Some(text) = file_name.to_str() else { continue };
             let stem = text.strip_suffix(".json").or_else(|| text.strip_suffix(".launch"));
             let Some(stem) = stem.filter(|s| SessionName::parse(s).is_ok()) else { continue };
-            if !doc.contains(stem)
-                && entry.file_type().is_ok_and(|t| t.is_file())
-                && fs::remove_file(entry.path()).is_ok()
-            {
+            if doc.contains(stem) || !entry.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let orphaned_gen = text.ends_with(".json").then(|| SideFile::read(&entry.path()).lease_gen).flatten();
+            if fs::remove_file(entry.path()).is_ok() {
                 swept.insert(stem.to_owned());
+                self.mark_orphaned(stem, orphaned_gen.as_deref());
             }
         }
         for name in swept {
             self.log.line(&format!("swept the supervisor state of '{name}': no longer listed"));
+        }
+    }
+
+    /// Issue 17: the lease this delisted life's pane was started for is that life's; a newer life of the name that
+    /// an entry without a life token brings must not take it over (`life.rs`).
+    fn mark_orphaned(&mut self, stem: &str, lease_gen: Option<&str>) {
+        let (Ok(name), Some(lease_gen)) = (SessionName::parse(stem), lease_gen.and_then(lease::Gen::parse)) else {
+            return;
+        };
+        if let Err(err) = self.leases.mark_orphaned(&name, &lease_gen) {
+            self.warn_lease(&err);
         }
     }
 

@@ -110,7 +110,10 @@ impl RegistryWatch {
             | AddWatchFlags::IN_CLOSE_WRITE
             | AddWatchFlags::IN_CREATE
             | AddWatchFlags::IN_DELETE
-            | AddWatchFlags::IN_MOVED_FROM;
+            | AddWatchFlags::IN_MOVED_FROM
+            // A regular file where the directory should be would take the watch and never report the registry
+            // (issue 17 row 11): only a directory may be watched, anything else is L12's ENOTDIR.
+            | AddWatchFlags::IN_ONLYDIR;
         inotify.add_watch(&self.dir, mask)?;
         self.inotify = Some(inotify);
         Ok(())

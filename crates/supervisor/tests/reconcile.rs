@@ -164,9 +164,9 @@ fn sup_6_2_a_refused_pre_check_logs_one_l5_and_skips_preparation() {
 
 #[test]
 fn sup_4_1_an_idle_tick_asks_tmux_once_and_writes_nothing() {
-    let world = World::new(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
+    let world = World::new(&format!(r#"{{"version":1,"sessions":{{"a":{{"agent":"tool","life":"{LIFE_A}"}}}}}}"#));
     world.fake.state().live.push("a".into());
-    world.side_file("a", &format!(r#"{{"launchSessionId":"{LAUNCH_A}"}}"#));
+    world.side_file("a", &format!(r#"{{"life":"{LIFE_A}","launchSessionId":"{LAUNCH_A}"}}"#));
     let before = fs::metadata(world.registry()).unwrap().modified().unwrap();
     let mut supervisor = world.supervisor();
     supervisor.tick();
@@ -176,6 +176,7 @@ fn sup_4_1_an_idle_tick_asks_tmux_once_and_writes_nothing() {
 }
 
 const LAUNCH_A: &str = "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90";
+const LIFE_A: &str = "3e9b6f3b-9d84-4eb1-8d6b-5caf4f7b8d23";
 const LAUNCH_C: &str = "1c7f4d1f-7b62-4c9f-8b4f-3a8e2d5f6b01";
 const BOX_ID_D: &str = "2d8a5e2a-8c73-4da0-9c5a-4b9f3e6a7c12";
 
@@ -198,13 +199,17 @@ fn sup_2_6a_unrecorded_live_panes_are_adopted_once_at_start_up() {
     let lease_gen = leases.create(&registry::SessionName::parse("a").unwrap(), "github:x/y", None, None).unwrap();
     let mut supervisor = world.supervisor();
     supervisor.tick();
-    let side_a = format!(r#"{{"launchSessionId":"{LAUNCH_A}","leaseGen":"{lease_gen}"}}"#);
+    let doc: serde_json::Value = serde_json::from_slice(&fs::read(world.registry()).unwrap()).unwrap();
+    let life = |name: &str| doc["sessions"][name]["life"].as_str().unwrap().to_owned();
+    assert_eq!(life("a"), lease_gen.to_string(), "issue 17: an entry without a life takes its lease's gen");
+    let side_a = format!(r#"{{"life":"{lease_gen}","launchSessionId":"{LAUNCH_A}","leaseGen":"{lease_gen}"}}"#);
     assert_eq!(world.read_side_file("a"), Some(format!("{side_a}\n")));
     assert_eq!(world.read_side_file("b"), None, "a stopped entry is not adopted");
-    assert_eq!(world.read_side_file("c"), Some(format!(r#"{{"launchSessionId":"{LAUNCH_C}"}}"#) + "\n"));
-    assert_eq!(world.read_side_file("d"), Some(format!(r#"{{"launchSessionId":"{BOX_ID_D}"}}"#) + "\n"));
+    let side_c = format!(r#"{{"life":"{}","launchSessionId":"{LAUNCH_C}"}}"#, life("c"));
+    assert_eq!(world.read_side_file("c"), Some(side_c + "\n"), "an older side file joins the entry's life");
+    let side_d = format!(r#"{{"life":"{}","launchSessionId":"{BOX_ID_D}"}}"#, life("d"));
+    assert_eq!(world.read_side_file("d"), Some(side_d + "\n"));
     assert_eq!(world.read_side_file("e"), None, "no knowable launch id");
-    let doc: serde_json::Value = serde_json::from_slice(&fs::read(world.registry()).unwrap()).unwrap();
     let a = &doc["sessions"]["a"];
     assert_eq!((&a["hasRun"], &a["boxSessionId"], &a["initialPrompt"]), (&json!(true), &json!(LAUNCH_A), &json!(null)));
     assert_eq!(World::lines_with(&supervisor, "was already running but its start was never recorded"), 2);
@@ -369,4 +374,83 @@ fn up_3_1_the_wake_is_installed_when_an_external_server_appears() {
     supervisor.tick();
     assert_eq!(world.fake.calls("hook"), 2, "a server its unit restarted is hooked again");
     assert_eq!(world.fake.calls("ensure"), 0, "an external server is never started");
+}
+
+const LIFE_Z: &str = "4f0c7a4c-0e95-4fc2-9e7c-6db05a8c9e34";
+
+/// Issue 17 L-9: the side file and the registry record a start before `new-session` runs (a supervisor killed
+/// right after it leaves a recorded launch), and `died` is gone before the new pane exists.
+#[test]
+fn a_start_is_recorded_before_new_session_runs() {
+    let world = World::new(&format!(
+        r#"{{"version":1,"sessions":{{"z":{{"agent":"tool","initialPrompt":"go","life":"{LIFE_Z}","died":3}}}}}}"#
+    ));
+    let (home, registry) = (world.home(), world.registry());
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let during = seen.clone();
+    world.fake.state().during_new = Some(Box::new(move || {
+        let side = fs::read_to_string(home.join(".local/state/agent-box/session/z.json")).ok();
+        let doc: serde_json::Value = serde_json::from_slice(&fs::read(&registry).unwrap()).unwrap();
+        *during.borrow_mut() = Some((side, doc["sessions"]["z"].clone()));
+    }));
+    world.supervisor().tick();
+    let (side, entry) = seen.borrow_mut().take().expect("new-session ran");
+    let side: serde_json::Value = serde_json::from_str(&side.expect("a side file before new-session")).unwrap();
+    assert_eq!(side["life"], json!(LIFE_Z));
+    assert_eq!(side["launchSessionId"], entry["boxSessionId"]);
+    assert_eq!((&entry["hasRun"], &entry["initialPrompt"]), (&json!(true), &json!(null)));
+    assert!(entry.get("died").is_none(), "died belongs to the pane that died: {entry}");
+}
+
+/// Issue 17 L-9: a failed `new-session` puts the intent back: registry byte-identical, no side file.
+#[test]
+fn a_failed_new_session_takes_the_intent_back() {
+    let world = World::new(&format!(
+        r#"{{"version":1,"sessions":{{"z":{{"agent":"tool","initialPrompt":"go","life":"{LIFE_Z}","died":3}}}}}}"#
+    ));
+    let before = fs::read(world.registry()).unwrap();
+    world.fake.state().new_refusal = Some(tmux::TmuxError::Failed { status: Some(1), stderr: "no space".into() });
+    let mut supervisor = world.supervisor();
+    supervisor.tick();
+    assert_eq!(world.fake.calls("new z"), 1);
+    let compact = |bytes: &[u8]| serde_json::to_string(&serde_json::from_slice::<serde_json::Value>(bytes).unwrap());
+    let after = fs::read(world.registry()).unwrap();
+    assert_eq!(compact(&after).unwrap(), compact(&before).unwrap(), "the four keys as they were, in their order");
+    assert_eq!(world.read_side_file("z"), None, "no launch recorded for a pane that never started");
+}
+
+/// Issue 17 L-1, L-2: an entry without a life whose side file names one is a new life (a co-writer replaced the
+/// entry): a fresh life, and the side file says nothing, so it is a first start with its own id and prompt.
+#[test]
+fn an_entry_without_a_life_beside_another_lifes_side_file_is_a_new_life() {
+    let fresh_id = "5a1d8b5d-1fa6-4ad3-8f8d-7ec16b9d0f45";
+    let world = World::new(&format!(
+        r#"{{"version":1,"sessions":{{"z":{{"agent":"tool","initialPrompt":"new work","hasRun":false,"boxSessionId":"{fresh_id}"}}}}}}"#
+    ));
+    world.side_file("z", &format!(r#"{{"life":"{LIFE_Z}","launchSessionId":"{LAUNCH_A}"}}"#));
+    world.supervisor().tick();
+    let doc: serde_json::Value = serde_json::from_slice(&fs::read(world.registry()).unwrap()).unwrap();
+    let life = doc["sessions"]["z"]["life"].as_str().unwrap().to_owned();
+    assert!(registry::is_uuid(&life) && life != LIFE_Z, "{life}");
+    let started = world.fake.state().started.clone();
+    let request = started.first().expect("started");
+    let id = request.env.iter().find(|(k, _)| k == "AGENT_BOX_SESSION_ID").map(|(_, v)| v.clone());
+    assert_eq!(id.as_deref(), Some(fresh_id), "the new life's own id, not the old launch");
+    let side = world.read_side_file("z").unwrap();
+    assert!(side.contains(&life) && side.contains(fresh_id), "{side}");
+}
+
+/// Issue 17 L-1, L-5: a lease marked orphaned (its life was delisted) is not given to an entry without a life.
+#[test]
+fn an_orphaned_lease_is_never_taken_over_by_a_new_entry() {
+    let world = World::new(r#"{"version":1,"sessions":{"hook-z":{"agent":"tool"}}}"#);
+    let leases = lease::LeaseDir::new(world.home().join(".local/state/agent-box/lease"));
+    let name = registry::SessionName::parse("hook-z").unwrap();
+    let old = leases.create(&name, "github:x/y", None, None).unwrap();
+    leases.mark_orphaned(&name, &old).unwrap();
+    world.supervisor().tick();
+    let doc: serde_json::Value = serde_json::from_slice(&fs::read(world.registry()).unwrap()).unwrap();
+    assert_ne!(doc["sessions"]["hook-z"]["life"], json!(old.to_string()));
+    let side = world.read_side_file("hook-z").unwrap();
+    assert!(!side.contains("leaseGen"), "the old lease is not this pane's: {side}");
 }

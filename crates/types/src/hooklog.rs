@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 pub enum What {
     Spawn,
     End,
+    /// An operator's `restart` of a leased hook session (issue 17): the assignment goes on in a new pane.
+    Restart,
 }
 
 /// A `spawn` line, written only by webhook-spawn (LS-8.2).
@@ -38,5 +40,17 @@ pub struct EndLine {
     /// Seconds since the lease's `claimedAt`; null without a lease or with a claim in the future.
     pub life_seconds: Option<i64>,
     /// The lease's outcome at the end.
+    pub outcome: Option<String>,
+}
+
+/// A `restart` line (issue 17): written by `agent-box-session restart` before it ends the pane of a leased hook
+/// session, so the audit tells an operator's restart from a loss; `outcome` is the lease's outcome before it
+/// (null for a running assignment, `stopped` for one the restart revives).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartLine {
+    pub at: String,
+    /// Always [`What::Restart`].
+    pub what: What,
+    pub name: String,
     pub outcome: Option<String>,
 }

@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SideFile {
+    /// The life token of the entry this file belongs to (issue 17): a file of another life says nothing about the
+    /// entry now listed under the name. Absent in files of older supervisors, which belong to whatever life.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub life: Option<String>,
     /// The `AGENT_BOX_SESSION_ID` of the pane the supervisor started (a UUID).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub launch_session_id: Option<String>,

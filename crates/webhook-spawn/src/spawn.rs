@@ -135,7 +135,8 @@ fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan, out: &mut 
     let filter = ctx.paths.filter_file(&name);
     let seeded = plan.seed && write_filter(&filter, plan, out);
     let prompt = prompt(plan, &name, seeded);
-    let entry = build_entry(plan, &prompt);
+    let life = lease::Gen::random();
+    let entry = build_entry(plan, &prompt, life.as_str());
     let written = doc.insert_new(&name, entry).and_then(|()| write_document(guard, &doc));
     if let Err(err) = written {
         if seeded {
@@ -151,7 +152,7 @@ fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan, out: &mut 
         )));
     }
     if plan.seed {
-        record_assignment(ctx, &name, plan, out);
+        record_assignment(ctx, &name, plan, life, out);
     }
     Ok(name)
 }
@@ -211,7 +212,7 @@ fn prompt(plan: &Plan, name: &SessionName, seeded: bool) -> String {
 }
 
 /// §4.1: the shared constructor, ephemeral, origin webhook, `hook` only with the seed.
-fn build_entry(plan: &Plan, prompt: &str) -> serde_json::Map<String, serde_json::Value> {
+fn build_entry(plan: &Plan, prompt: &str, life: &str) -> serde_json::Map<String, serde_json::Value> {
     let id = new_uuid_v4();
     let repository = plan.batch.key_text();
     new_entry(&NewEntry {
@@ -226,15 +227,19 @@ fn build_entry(plan: &Plan, prompt: &str) -> serde_json::Map<String, serde_json:
         created_at: registry::time::now_epoch(),
         hook: plan.seed.then_some((plan.batch.source.as_str(), repository.as_str())),
         ephemeral: true,
+        life,
     })
 }
 
 /// Steps 13–14: the lease, then the spawn line; both best effort (W8; a busy log lock skips the line).
-fn record_assignment(ctx: &Context, name: &SessionName, plan: &Plan, out: &mut Out) {
+/// The lease's gen is the entry's life token (issue 17).
+fn record_assignment(ctx: &Context, name: &SessionName, plan: &Plan, life: lease::Gen, out: &mut Out) {
     let log = HookLog::new(ctx.paths.hook_log());
     let own = plan.batch.own();
     let object = plan.meta.as_ref().and_then(|m| m.number).map(|n| n.to_string());
-    if let Err(err) = LeaseDir::new(ctx.paths.lease_dir()).create(name, &own, object.as_deref(), Some(&log)) {
+    if let Err(err) =
+        LeaseDir::new(ctx.paths.lease_dir()).create_with_gen(name, &own, object.as_deref(), life, Some(&log))
+    {
         out.warn(messages::lease_failed(name.as_str(), &err.to_string()));
     }
     let record =

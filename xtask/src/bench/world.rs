@@ -114,6 +114,7 @@ pub fn entry(name: &str, kind: Kind) -> serde_json::Map<String, serde_json::Valu
         created_at: registry::time::now_epoch(),
         hook: hook.then_some(("github", "acme/widgets")),
         ephemeral: hook,
+        life: &registry::new_uuid_v4(),
     })
 }
 

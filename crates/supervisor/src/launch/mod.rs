@@ -93,6 +93,11 @@ pub struct Prepared {
     pub codex_target: Option<String>,
     /// `PM`, the post-mortem shell of the crash branch (§12.1), resolved here so rendering stays pure.
     pub post_mortem: PathBuf,
+    /// The entry's life token (issue 17), the epilogue's LIFE argument; `None` only for an entry without one
+    /// (`--print-command` of an entry the supervisor has not seen yet).
+    pub life: Option<String>,
+    /// The entry as it was prepared from: the locked pre-check starts nothing when the entry changed meanwhile.
+    pub entry: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Why an entry cannot be prepared.
@@ -111,8 +116,23 @@ pub enum GenArg {
     Gen(String),
     /// No lease: `-`.
     NoLease,
-    /// A lease without a valid gen (old writer): no third argument.
+    /// A lease without a valid gen (old writer): no third argument, or `any` when a LIFE argument follows.
     Omitted,
+}
+
+/// SUP-8.2 / LS-6.2 with lives (issue 17): the epilogue's GEN argument and the `leaseGen` to record. A lease binds
+/// the pane only when its gen is the entry's life (or the entry names none, as an old writer's): the lease of an
+/// older life of the name (not yet swept) is not this pane's, which then starts as unleased (`-`).
+pub fn gen_argument(lease: &lease::LeaseState, life: Option<&str>) -> (GenArg, Option<String>) {
+    match lease {
+        lease::LeaseState::Absent => (GenArg::NoLease, None),
+        lease::LeaseState::Present(lease) => match lease.valid_gen() {
+            Some(g) if life.is_none_or(|life| life == g.as_str()) => (GenArg::Gen(g.to_string()), Some(g.to_string())),
+            Some(_) => (GenArg::NoLease, None),
+            None => (GenArg::Omitted, None),
+        },
+        lease::LeaseState::Unreadable => (GenArg::Omitted, None),
+    }
 }
 
 /// Gathers the launch facts and builds argv and environment for `name` (§12.1–§12.4, §12.7).
@@ -154,6 +174,8 @@ pub fn prepare(
         restart_notice: choice.notice,
         codex_target: facts.codex_target,
         post_mortem: resolve::post_mortem_shell(config),
+        life: entry.life().map(str::to_owned),
+        entry: entry.raw().clone(),
     })
 }
 

@@ -38,7 +38,7 @@ pub fn render(config: &Config, prepared: &Prepared, lease_gen: &GenArg) -> Vec<u
     out
 }
 
-/// `M N <status>G`; `status` is shell text written as is (`0` or `"$s"`).
+/// `M N <status>G LIFE`; `status` is shell text written as is (`0` or `"$s"`).
 fn push_epilogue(out: &mut Vec<u8>, config: &Config, prepared: &Prepared, status: &[u8], lease_gen: &GenArg) {
     push_quoted(out, config.mark_stopped.as_os_str().as_bytes());
     out.push(b' ');
@@ -51,7 +51,13 @@ fn push_epilogue(out: &mut Vec<u8>, config: &Config, prepared: &Prepared, status
             push_quoted(out, lease_gen.as_bytes());
         }
         GenArg::NoLease => out.extend_from_slice(b" -"),
+        GenArg::Omitted if prepared.life.is_some() => out.extend_from_slice(b" any"),
         GenArg::Omitted => {}
+    }
+    // LIFE (issue 17): the epilogue writes the entry only while it still names this life.
+    if let Some(life) = &prepared.life {
+        out.push(b' ');
+        push_quoted(out, life.as_bytes());
     }
 }
 

@@ -1,0 +1,108 @@
+//! Lease operations that tell one life of a session name from another (issue 17): an operator's restart recorded
+//! before it acts, the absence it causes consumed instead of read as a loss, and the lease of a life that is gone
+//! marked so that no newer life of the same name takes it over.
+
+use serde_json::Value;
+
+use registry::{SessionName, time};
+
+use crate::dir::{Found, LeaseDir};
+use crate::error::LeaseError;
+use crate::hooklog::HookLog;
+use crate::model::{Changed, Expect, Gen, Outcome};
+
+impl LeaseDir {
+    /// D12, the pane ended without an epilogue: an operator restart recorded on the lease is consumed
+    /// (`Restarted`, the assignment goes on), anything else is marked `vanished` as [`LeaseDir::mark_outcome`] does.
+    pub fn note_absence(&self, name: &SessionName, expect: &Expect) -> Result<Changed, LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(Changed::Absent);
+        }
+        self.locked(|| {
+            if let Found::Present(mut lease) = self.find(name)
+                && expect.met_by(&lease)
+                && lease.restart_pending()
+            {
+                lease.raw_mut().shift_remove("restartPending");
+                self.write(name, &lease)?;
+                return Ok(Changed::Restarted);
+            }
+            self.mark_locked(name, &Outcome::Vanished, expect).map(|(changed, _)| changed)
+        })
+    }
+
+    /// `restart` of a leased session, before it ends the pane: `restartedAt` and `restartPending` on an open
+    /// lease; a lease an operator `stopped` is revived (outcome back to null: the assignment goes on, and what
+    /// becomes of it is recorded again). Other outcomes (a crash, a loss) are facts and stay. A hook name gets a
+    /// `restart` line in the hook log.
+    pub fn record_restart(
+        &self,
+        name: &SessionName,
+        expect: &Expect,
+        log: Option<&HookLog>,
+    ) -> Result<Changed, LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(Changed::Absent);
+        }
+        self.locked(|| {
+            let mut lease = match self.find(name) {
+                Found::Absent => return Ok(Changed::Absent),
+                Found::Unreadable => return Ok(Changed::Unreadable),
+                Found::Present(lease) if !expect.met_by(&lease) => return Ok(Changed::Stale),
+                Found::Present(lease) => lease,
+            };
+            let before = lease.outcome_text().map(str::to_owned);
+            let revived = lease.outcome() == Some(Outcome::Stopped);
+            if lease.outcome_is_set() && !revived {
+                return Ok(Changed::AlreadySet);
+            }
+            let map = lease.raw_mut();
+            if revived {
+                map.insert("outcome".into(), Value::Null);
+                map.shift_remove("endedAt");
+            }
+            map.insert("restartedAt".into(), Value::from(time::format_iso(self.now())));
+            map.insert("restartPending".into(), Value::Bool(true));
+            self.write(name, &lease)?;
+            if let Some(log) = log.filter(|_| name.is_hook()) {
+                drop(log.append_restart(name, before.as_deref()));
+            }
+            Ok(Changed::RestartRecorded { revived })
+        })
+    }
+
+    /// Takes back the pending mark of a restart whose kill did not happen, so a later real loss is not read as it.
+    pub fn withdraw_restart(&self, name: &SessionName, expect: &Expect) -> Result<Changed, LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(Changed::Absent);
+        }
+        self.locked(|| match self.find(name) {
+            Found::Present(mut lease) if expect.met_by(&lease) && lease.restart_pending() => {
+                lease.raw_mut().shift_remove("restartPending");
+                self.write(name, &lease)?;
+                Ok(Changed::Written)
+            }
+            _ => Ok(Changed::Stale),
+        })
+    }
+
+    /// The supervisor swept the side file of a delisted name whose pane was started for lease `gen`: that life is
+    /// over, so `orphanedAt` keeps a newer life of the name (re-added by a writer that hands out no life) from
+    /// taking the lease over; the sweep settles it after its grace.
+    pub fn mark_orphaned(&self, name: &SessionName, lease_gen: &Gen) -> Result<Changed, LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(Changed::Absent);
+        }
+        let expect = Expect::Gen(lease_gen.clone());
+        self.locked(|| match self.find(name) {
+            Found::Present(mut lease) if expect.met_by(&lease) && !lease.orphaned() => {
+                lease.raw_mut().insert("orphanedAt".into(), Value::from(time::format_iso(self.now())));
+                self.write(name, &lease)?;
+                Ok(Changed::Written)
+            }
+            Found::Present(_) => Ok(Changed::Stale),
+            Found::Absent => Ok(Changed::Absent),
+            Found::Unreadable => Ok(Changed::Unreadable),
+        })
+    }
+}
