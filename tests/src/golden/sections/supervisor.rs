@@ -16,7 +16,7 @@ use crate::wait::wait_until;
 
 /// Every entry of `tests/fixtures/golden/launch/home/.config/agent-box/sessions.json`, with the variables that
 /// case sets on top of the fixture world.
-const LAUNCH_CASES: [(&str, &[(&str, &str)]); 16] = [
+const LAUNCH_CASES: [(&str, &[(&str, &str)]); 17] = [
     ("claude-first", &[]),
     ("claude-resume", &[]),
     ("claude-notice", &[("AGENT_BOX_ENV_EXEC", "/run/wrappers/ab-env-exec")]),
@@ -27,6 +27,8 @@ const LAUNCH_CASES: [(&str, &[(&str, &str)]); 16] = [
     ("notes", &[]),
     ("tool-prompt", &[]),
     ("hook-acme-widget-5a5a", &[]),
+    // Issue 17: the lease left beside this entry is an older life's (another gen): the pane starts unleased.
+    ("hook-acme-widget-5b5b", &[]),
     ("webhook-on", &[("AGENT_BOX_WEBHOOK_REPO", "1")]),
     ("hostile", &[]),
     ("missing-cwd", &[]),
