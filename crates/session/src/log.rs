@@ -68,6 +68,7 @@ pub fn render(line: &LogLine) -> String {
         LogLine::Parsed(record) => match record.get("what").and_then(Value::as_str) {
             Some("spawn") => spawn_line(record),
             Some("end") => end_line(record),
+            Some("restart") => restart_line(record),
             _ => other_line(at(record), &compact(record)),
         },
         LogLine::Raw(text) => other_line("?".to_owned(), text),
@@ -98,6 +99,12 @@ fn end_line(record: &Value) -> String {
         field(record, "how"),
         field(record, "outcome")
     )
+}
+
+/// Issue 17: an operator's restart of a leased hook session, with the lease's outcome before it (`stopped` when the
+/// restart revived the assignment).
+fn restart_line(record: &Value) -> String {
+    format!("{} restart {} outcome={}", at(record), field(record, "name"), field(record, "outcome"))
 }
 
 fn other_line(at: String, raw: &str) -> String {
@@ -160,6 +167,8 @@ mod tests {
     #[test]
     fn other_lines_are_shown_raw_cut_and_safe() {
         assert_eq!(render(&LogLine::Raw("torn {\"at\u{1b}".into())), "? ?     torn {\"at?");
+        let restart = json!({"at":"2026-11-29T14:31:02Z","what":"restart","name":"hook-x","outcome":"stopped"});
+        assert_eq!(render(&LogLine::Parsed(restart)), "2026-11-29T14:31:02Z restart hook-x outcome=stopped");
         let odd = json!({"at":"2026-11-29T14:31:02Z","what":"resize","n":1});
         assert_eq!(
             render(&LogLine::Parsed(odd)),
