@@ -4,6 +4,7 @@ mod chaos;
 mod faults;
 mod golden;
 mod install;
+mod lives;
 mod operator;
 mod properties;
 mod scenarios;

@@ -12,9 +12,21 @@ pub struct Report {
     pub name: SessionName,
     pub status: u32,
     pub expect: Expect,
-    /// The life the pane was started for (issue 17); `None` when the pane's command has no fourth argument (a pane
-    /// of an older supervisor). Any text is kept: one that is not the entry's life, mangled or not, matches nothing.
-    pub life: Option<String>,
+    /// Which life the pane was started for (issue 17).
+    pub life: Life,
+}
+
+/// The life a report belongs to (docs/lives.md L-6).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Life {
+    /// The fourth argument, kept as any text: one that is not the entry's life, mangled or not, matches nothing.
+    Exact(String),
+    /// No fourth argument (a pane of an older supervisor) but a GEN: a pane is only ever bound to the lease whose
+    /// gen is its entry's life, so an entry that names another life is another life's; an entry naming none is
+    /// not checked.
+    FromGen(String),
+    /// Neither: nothing to check, as before.
+    Unknown,
 }
 
 /// `None` when there is nothing to record (no argument, or a NAME that is not a session name).
@@ -25,7 +37,11 @@ pub fn parse(argv: &[OsString]) -> Option<Report> {
         None => Expect::Any,
         Some(token) => token.to_str().map_or(Expect::Nothing, |t| Expect::from_arg(Some(t))),
     };
-    let life = argv.get(3).map(|token| token.to_str().unwrap_or("?").to_owned());
+    let life = match (argv.get(3), &expect) {
+        (Some(token), _) => Life::Exact(token.to_str().unwrap_or("?").to_owned()),
+        (None, Expect::Gen(g)) => Life::FromGen(g.to_string()),
+        (None, _) => Life::Unknown,
+    };
     Some(Report { name, status, expect, life })
 }
 
@@ -75,8 +91,9 @@ mod tests {
         assert_eq!(parse(&argv(&["main", "3", "nope"])).unwrap().expect, Expect::Nothing);
         let life = "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90";
         let report = parse(&argv(&["main", "3", "any", life, "ignored"])).unwrap();
-        assert_eq!((report.status, report.expect, report.life.as_deref()), (3, Expect::Any, Some(life)));
-        assert_eq!(parse(&argv(&["main", "3", "-"])).unwrap().life, None);
+        assert_eq!((report.status, report.expect, report.life), (3, Expect::Any, Life::Exact(life.to_owned())));
+        assert_eq!(parse(&argv(&["main", "3", "-"])).unwrap().life, Life::Unknown);
+        assert_eq!(parse(&argv(&["main", "3", life])).unwrap().life, Life::FromGen(life.to_owned()));
     }
 
     #[test]

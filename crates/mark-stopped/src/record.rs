@@ -12,7 +12,7 @@ use registry::{
 };
 use serde_json::{Map, Value};
 
-use mark_stopped::args::Report;
+use mark_stopped::args::{Life, Report};
 
 /// The epilogue's fixed lock bound per pass (RG-7.10).
 const LOCK_WAIT: Duration = Duration::from_secs(2);
@@ -35,7 +35,7 @@ enum Registry {
 
 pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
     let target = if report.status == 0 { ("stopped", Value::Bool(true)) } else { ("died", Value::from(report.status)) };
-    let life = report.life.as_deref();
+    let life = &report.life;
     let mut outcome = Registry::Retry;
     for pass in 0..PASSES {
         outcome = registry_pass(registry, &report.name, &target, life);
@@ -63,7 +63,7 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
 /// One pass: lock-free read, lock, re-read, decide, write, verify, release. The lock-free read already
 /// settles the cases that need no write (absent entry, target state), so they never open the lock; reads that
 /// return the bytes already seen are not looked at again.
-fn registry_pass(registry: &Path, name: &SessionName, target: &(&str, Value), life: Option<&str>) -> Registry {
+fn registry_pass(registry: &Path, name: &SessionName, target: &(&str, Value), life: &Life) -> Registry {
     let Raw::Bytes(seen) = read_raw(registry) else { return Registry::Done };
     let Some(view) = View::of(&seen, name) else { return Registry::Done };
     if let Some(settled) = view.settled(name, target, life) {
@@ -79,7 +79,7 @@ fn locked_pass(
     registry: &Path,
     name: &SessionName,
     target: &(&str, Value),
-    life: Option<&str>,
+    life: &Life,
     seen: &[u8],
     view: View<'_>,
 ) -> Registry {
@@ -100,7 +100,7 @@ fn write_and_verify(
     registry: &Path,
     name: &SessionName,
     target: &(&str, Value),
-    life: Option<&str>,
+    life: &Life,
     view: View<'_>,
 ) -> Registry {
     if let Some(settled) = view.settled(name, target, life) {
@@ -148,9 +148,14 @@ impl<'a> View<'a> {
 
     /// `Some` when this document needs no write: the entry is absent, not an object, of another life than the
     /// pane's, or already in the target state.
-    fn settled(&self, name: &SessionName, (key, value): &(&str, Value), life: Option<&str>) -> Option<Registry> {
+    fn settled(&self, name: &SessionName, (key, value): &(&str, Value), life: &Life) -> Option<Registry> {
         let other_life = |entry: &Map<String, Value>| {
-            life.is_some_and(|life| entry.get(registry::LIFE_KEY).and_then(Value::as_str) != Some(life))
+            let named = entry.get(registry::LIFE_KEY).and_then(Value::as_str);
+            match life {
+                Life::Exact(life) => named != Some(life.as_str()),
+                Life::FromGen(life) => named.is_some_and(|named| named != life),
+                Life::Unknown => false,
+            }
         };
         match self {
             Self::Spliced { file, entry } => match (file.found(), entry) {
