@@ -1,6 +1,8 @@
 //! Lease files under one directory lock: create, mark an outcome, record a death, finish, heartbeat, sweep.
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, Mutex};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
@@ -58,7 +60,14 @@ pub struct SweepReport {
 pub struct LeaseDir {
     dir: PathBuf,
     clock: fn() -> i64,
+    /// The gens of leases of listed names as last read, by file identity (issue 17): the sweep compares every such
+    /// lease with its entry's life each tick, and reads a file again only after it was replaced.
+    seen_gens: Arc<Mutex<BTreeMap<SessionName, (FileStamp, Option<String>)>>>,
 }
+
+/// What tells one version of a lease file from the next: every writer replaces the file by rename (a new inode) or
+/// at least changes its mtime.
+type FileStamp = (u64, std::time::SystemTime);
 
 /// The lease file as read under the lock.
 pub(crate) enum Found {
@@ -69,7 +78,7 @@ pub(crate) enum Found {
 
 impl LeaseDir {
     pub fn new(dir: PathBuf) -> Self {
-        Self { dir, clock: time::now_epoch }
+        Self { dir, clock: time::now_epoch, seen_gens: Arc::default() }
     }
 
     /// Replaces the clock (tests).
@@ -361,10 +370,14 @@ impl LeaseDir {
     pub fn sweep(&self, listed: &ListedNames, log: Option<&HookLog>) -> SweepReport {
         let mut report = SweepReport::default();
         let now = (self.clock)();
-        let due: Vec<SessionName> = self
-            .candidate_files()
+        let candidates = self.candidate_files();
+        if let Ok(mut seen) = self.seen_gens.lock() {
+            let present: std::collections::BTreeSet<&SessionName> = candidates.iter().map(|(name, _)| name).collect();
+            seen.retain(|name, _| present.contains(name));
+        }
+        let due: Vec<SessionName> = candidates
             .into_iter()
-            .filter(|(name, path)| old_enough(path, now) && self.sweepable(listed, name))
+            .filter(|(name, path)| old_enough(path, now) && self.sweepable(listed, name, path))
             .map(|(name, _)| name)
             .collect();
         if due.is_empty() {
@@ -389,12 +402,27 @@ impl LeaseDir {
         report
     }
 
-    /// Unlisted, or listed with another life than the lease's gen (read lock-free; checked again under the lock).
-    fn sweepable(&self, listed: &ListedNames, name: &SessionName) -> bool {
+    /// Unlisted, or listed with another life than the lease's gen (read lock-free, the gen remembered until the file
+    /// changes; checked again under the lock).
+    fn sweepable(&self, listed: &ListedNames, name: &SessionName, path: &Path) -> bool {
         if !listed.contains(name.as_str()) {
             return true;
         }
-        matches!(self.find(name), Found::Present(lease) if listed.is_foreign(name.as_str(), lease.gen_value()))
+        let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
+        let stamp = (meta.ino(), meta.modified().unwrap_or(UNIX_EPOCH));
+        let Ok(mut seen) = self.seen_gens.lock() else { return false };
+        let lease_gen = match seen.get(name) {
+            Some((known, lease_gen)) if *known == stamp => lease_gen.clone(),
+            _ => {
+                let lease_gen = match self.find(name) {
+                    Found::Present(lease) => lease.gen_value().map(str::to_owned),
+                    _ => None,
+                };
+                seen.insert(name.clone(), (stamp, lease_gen.clone()));
+                lease_gen
+            }
+        };
+        listed.is_foreign(name.as_str(), lease_gen.as_deref())
     }
 
     fn sweep_locked(

@@ -82,7 +82,10 @@ fn push_metrics(metrics: &mut Vec<Metric>, samples: Vec<f64>) {
 fn trial(world: &LoopWorld, watch: &LeaseWatch, name: &str, phase: Duration) -> Outcome<f64> {
     let sandbox = &world.sandbox;
     let gen_ = sandbox.create_lease(name);
-    sandbox.add_entry(name, Value::Object(entry(name, Kind::Hook)));
+    // As webhook-spawn writes it: the entry's life is its lease's gen (issue 17), so the pane is bound to the lease.
+    let mut hook = entry(name, Kind::Hook);
+    hook.insert(registry::LIFE_KEY.into(), Value::from(gen_.as_str()));
+    sandbox.add_entry(name, Value::Object(hook));
     let side = sandbox.side_file(name);
     // The pane runs for this lease once the side file names its gen (SUP-8.2): a kill now leaves a lease to mark.
     wait_for(&format!("{name} to start for its lease"), STEP_LIMIT, Duration::from_millis(10), || {
