@@ -1,10 +1,10 @@
 //! Lease files under one directory lock: create, mark an outcome, record a death, finish, heartbeat, sweep.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
-use std::sync::{Arc, Mutex};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use registry::{Document, SessionName, time, with_file_lock};
@@ -62,8 +62,11 @@ pub struct LeaseDir {
     clock: fn() -> i64,
     /// The gens of leases of listed names as last read, by file identity (issue 17): the sweep compares every such
     /// lease with its entry's life each tick, and reads a file again only after it was replaced.
-    seen_gens: Arc<Mutex<BTreeMap<SessionName, (FileStamp, Option<String>)>>>,
+    seen_gens: Arc<Mutex<SeenGens>>,
 }
+
+/// Per name: the lease file's stamp when its gen was read, and that gen.
+type SeenGens = BTreeMap<SessionName, (FileStamp, Option<String>)>;
 
 /// What tells one version of a lease file from the next: every writer replaces the file by rename (a new inode) or
 /// at least changes its mtime.
