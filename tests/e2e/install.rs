@@ -159,17 +159,36 @@ fn up05_both_user_units_pass_systemd_analyze_verify() {
     // A user manager's runtime directory for the verifier alone, so it works as root and without a login too.
     let runtime = sb.root().join("xdg-runtime");
     registry::ensure_private_dir(&runtime).unwrap();
-    let out = Command::new(tool)
-        .args(["--user", "verify"])
-        .arg(&layout.tmux_unit_file)
-        .arg(&layout.unit_file)
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .env("MANPATH", inputs.prefix.join("share/man"))
-        .env("HOME", sb.home())
-        .output()
-        .unwrap();
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{said}");
-    let about_the_unit: Vec<&str> = said.lines().filter(|l| l.contains("agent-box")).collect();
-    assert!(about_the_unit.is_empty(), "systemd-analyze complains about the units:\n{said}");
+    // The install's own verification (issue 18 item 4): no MANPATH or anything else from the test's side.
+    match install::verify_units(&tool, &[&layout.tmux_unit_file, &layout.unit_file], &inputs.prefix, Some(&runtime)) {
+        install::Verified::Clean => {}
+        install::Verified::Complaints(said) => {
+            let about_the_unit: Vec<&str> = said.lines().filter(|l| l.contains("agent-box")).collect();
+            assert!(about_the_unit.is_empty(), "systemd-analyze complains about the units:\n{said}");
+        }
+        install::Verified::NotRun(err) => panic!("cannot run {}: {err}", tool.display()),
+    }
+}
+
+/// Issue 18 item 4: a crash loop never ends in systemd's start limit. The default limit is 5 starts in 10 s;
+/// with `RestartSec=1s` a tmux that exits at once reaches it in 4 s and the unit (and every session) stays down for
+/// good. Each installed unit either disables the limit or restarts slowly enough never to reach it.
+#[test]
+fn a_crash_loop_of_either_unit_never_reaches_the_start_limit() {
+    let sb = Sandbox::new();
+    let inputs = inputs(&sb, true);
+    for (name, text) in
+        [("agent-box-tmux", install::tmux_unit_text(&inputs)), ("agent-box", install::unit_text(&inputs))]
+    {
+        let value = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('=')).map(str::to_owned);
+        let secs = |v: Option<String>, default: f64| {
+            v.map_or(default, |v| v.trim_end_matches('s').parse::<f64>().unwrap_or_else(|_| panic!("{name}: {v}")))
+        };
+        let interval = secs(value("StartLimitIntervalSec"), 10.0);
+        let burst = value("StartLimitBurst").map_or(5.0, |b| b.parse::<f64>().unwrap());
+        let restart = secs(value("RestartSec"), 0.1);
+        assert_eq!(value("Restart").as_deref(), Some("always"), "{name}");
+        let reachable = interval > 0.0 && (burst - 1.0) * restart < interval;
+        assert!(!reachable, "{name}: {burst} starts {restart} s apart fit in the {interval} s start limit:\n{text}");
+    }
 }

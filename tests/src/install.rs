@@ -472,3 +472,41 @@ mod tests {
         }
     }
 }
+
+/// What `systemd-analyze --user verify` said of the installed units.
+#[derive(Debug)]
+pub enum Verified {
+    /// Nothing to say about them.
+    Clean,
+    /// Its complaints, as printed.
+    Complaints(String),
+    /// The tool is not there or could not run.
+    NotRun(String),
+}
+
+/// `systemd-analyze --user verify` of `units` as a clean box runs it (issue 18 item 4): the units name their
+/// manual page (`Documentation=man:agent-box-supervisor(1)`), which the install puts under `<prefix>/share/man`,
+/// outside man's default search path, so the verifier is given that directory through `MANPATH` (the trailing `:`
+/// keeps the system's pages too). `runtime` is the user manager's runtime directory the verifier may use; with
+/// `None` the caller's `XDG_RUNTIME_DIR` stands.
+pub fn verify_units(tool: &Path, units: &[&Path], prefix: &Path, runtime: Option<&Path>) -> Verified {
+    let mut cmd = std::process::Command::new(tool);
+    cmd.args(["--user", "verify"]).args(units);
+    let mut manpath = prefix.join("share/man").into_os_string();
+    manpath.push(":");
+    cmd.env("MANPATH", manpath);
+    if let Some(runtime) = runtime {
+        cmd.env("XDG_RUNTIME_DIR", runtime);
+    }
+    match cmd.output() {
+        Ok(out) => {
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            if out.status.success() && said.trim().is_empty() {
+                Verified::Clean
+            } else {
+                Verified::Complaints(said.trim_end().to_owned())
+            }
+        }
+        Err(err) => Verified::NotRun(err.to_string()),
+    }
+}

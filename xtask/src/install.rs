@@ -135,7 +135,7 @@ fn run_install(args: &InstallArgs) -> Result<(), Stop> {
         println!("installed {}", path.display());
     }
     if inputs.unit {
-        verify_units(&[&layout.tmux_unit_file, &layout.unit_file]);
+        verify_units(&[&layout.tmux_unit_file, &layout.unit_file], &inputs.prefix);
     }
     if upgrade {
         upgrade_steps(&inputs);
@@ -159,21 +159,17 @@ fn build_release() -> Result<PathBuf, Stop> {
     }
 }
 
-/// `systemd-analyze --user verify` of both units when the tool is there; its complaints are printed, never fatal
-/// here (the golden units are verified in the tests).
-fn verify_units(units: &[&Path]) {
+/// `systemd-analyze --user verify` of both units when the tool is there (with the install's manual pages on its
+/// search path); its complaints are printed, never fatal here (the units are verified in the tests).
+fn verify_units(units: &[&Path], prefix: &Path) {
     let Some(tool) = tmux::find_on_path("systemd-analyze", std::env::var_os("PATH").as_deref()) else {
         println!("install: systemd-analyze not found; the units were not verified");
         return;
     };
-    let mut cmd = std::process::Command::new(tool);
-    cmd.args(["--user", "verify"]).args(units);
-    match run::output(&mut cmd) {
-        Ok(out) if out.status.success() && out.stderr.is_empty() => {
-            println!("install: {TMUX_UNIT_NAME} and {UNIT_NAME} verified");
-        }
-        Ok(out) => println!("install: systemd-analyze says:\n{}", String::from_utf8_lossy(&out.stderr).trim_end()),
-        Err(err) => println!("install: cannot run systemd-analyze: {err}"),
+    match install::verify_units(&tool, units, prefix, None) {
+        install::Verified::Clean => println!("install: {TMUX_UNIT_NAME} and {UNIT_NAME} verified"),
+        install::Verified::Complaints(said) => println!("install: systemd-analyze says:\n{said}"),
+        install::Verified::NotRun(err) => println!("install: cannot run systemd-analyze: {err}"),
     }
 }
 

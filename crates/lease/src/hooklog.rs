@@ -114,7 +114,12 @@ impl HookLog {
         }
     }
 
-    /// One locked step: newline repair, one write, mode fix, trim (LS-8.5). `record` is the line's JSON.
+    /// One locked step: newline repair, one write, mode fix, fsync, trim (LS-8.5). `record` is the line's JSON.
+    ///
+    /// Issue 18 item 2: the log is an audit trail that must survive a power loss, so each append is made durable
+    /// (`fdatasync`, and the directory's fsync when the append created the file) before the lock is released and
+    /// before the caller goes on (an end record is durable before its lease is deleted). A trim rewrites the file
+    /// with the atomic helper under the same lock, so it never drops a line another locked writer appended.
     fn append(&self, record: serde_json::Result<Vec<u8>>) -> Appended {
         let record = match record {
             Ok(record) => record,
@@ -129,6 +134,7 @@ impl HookLog {
     }
 
     fn append_locked(&self, record: &[u8]) -> io::Result<bool> {
+        let created = registry::atomic::is_absent(&self.path);
         let mut file = OpenOptions::new().read(true).append(true).create(true).mode(0o600).open(&self.path)?;
         let mut existing = Vec::new();
         file.read_to_end(&mut existing)?;
@@ -140,6 +146,10 @@ impl HookLog {
         line.push(b'\n');
         file.write_all(&line)?;
         fix_mode(&file)?;
+        file.sync_data()?;
+        if created {
+            File::open(registry::atomic::parent_dir(&self.path))?.sync_all()?;
+        }
         existing.extend_from_slice(&line);
         let lines = existing.iter().filter(|b| **b == b'\n').count();
         if lines <= TRIM_ABOVE_LINES {

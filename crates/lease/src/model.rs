@@ -107,6 +107,8 @@ pub enum EndHow {
     Rm,
     Reaped,
     Swept,
+    /// webhook-spawn wrote the spawn record and then deferred the batch (issue 18): the session never started.
+    Refused,
 }
 
 impl fmt::Display for EndHow {
@@ -117,6 +119,7 @@ impl fmt::Display for EndHow {
             Self::Rm => f.write_str("rm"),
             Self::Reaped => f.write_str("reaped"),
             Self::Swept => f.write_str("swept"),
+            Self::Refused => f.write_str("refused"),
         }
     }
 }

@@ -34,17 +34,32 @@ impl RefusalRecord {
         &self.path
     }
 
-    /// Counts one more deferred batch; `live`/`max` are the refusing admission's figures, null otherwise.
-    pub fn bump(&self, live: Option<usize>, max: Option<u64>, topic: &str, key: &str) -> Result<u64, LeaseError> {
+    /// Counts one more deferred batch; `live`/`max` are the refusing admission's figures, null otherwise; `reason`
+    /// is the deferral's cause (issue 18: the record says why, e.g. a lease that could not be created).
+    pub fn bump(
+        &self,
+        live: Option<usize>,
+        max: Option<u64>,
+        topic: &str,
+        key: &str,
+        reason: &str,
+    ) -> Result<u64, LeaseError> {
         let dir = registry::atomic::parent_dir(&self.path);
         registry::ensure_private_dir(dir).map_err(|e| LeaseError::io(dir, e))?;
         let lock_path = lock_path_of(&self.path);
-        with_file_lock(&lock_path, REFUSAL_LOCK_WAIT, false, |_| self.bump_locked(live, max, topic, key))
+        with_file_lock(&lock_path, REFUSAL_LOCK_WAIT, false, |_| self.bump_locked(live, max, topic, key, reason))
             .map_err(|r| LeaseError::from_refusal(&lock_path, r))
             .and_then(|bumped| bumped)
     }
 
-    fn bump_locked(&self, live: Option<usize>, max: Option<u64>, topic: &str, key: &str) -> Result<u64, LeaseError> {
+    fn bump_locked(
+        &self,
+        live: Option<usize>,
+        max: Option<u64>,
+        topic: &str,
+        key: &str,
+        reason: &str,
+    ) -> Result<u64, LeaseError> {
         let previous = self.read();
         let at = time::format_iso((self.clock)());
         let count =
@@ -61,6 +76,7 @@ impl RefusalRecord {
             deferred: true,
             topic: Some(topic.to_owned()).filter(|t| !t.is_empty()),
             key: Some(key.to_owned()).filter(|k| !k.is_empty()),
+            reason: Some(reason.to_owned()).filter(|r| !r.is_empty()),
         };
         let text = agent_box_types::pretty(&record).map_err(|e| LeaseError::io(&self.path, e.into()))?;
         registry::write_atomic(&self.path, text.as_bytes()).map_err(|e| LeaseError::io(&self.path, e))?;

@@ -548,26 +548,26 @@ fn ls_11_15_lock_descriptors_do_not_leak_into_children() {
 fn ls14_ls_11_16_refusal_record() {
     let fx = Fixture::new();
     let record = RefusalRecord::new(fx.state.join("webhook-spawn-refused.json")).with_clock(at_t0);
-    assert_eq!(record.bump(Some(4), Some(4), "github:acme/*", "acme/widgets").unwrap(), 1);
+    assert_eq!(record.bump(Some(4), Some(4), "github:acme/*", "acme/widgets", "").unwrap(), 1);
     let doc = record.read().unwrap();
     let keys: Vec<_> = doc.keys().cloned().collect();
     assert_eq!(keys, ["//", "at", "firstAt", "count", "live", "max", "deferred", "topic", "key"]);
     assert_eq!(doc["firstAt"], doc["at"]);
     assert_eq!(doc["deferred"], json!(true));
     let later = RefusalRecord::new(fx.state.join("webhook-spawn-refused.json")).with_clock(at_t0_plus_100);
-    assert_eq!(later.bump(None, None, "", "").unwrap(), 2);
+    assert_eq!(later.bump(None, None, "", "", "").unwrap(), 2);
     let doc = later.read().unwrap();
     assert_eq!(doc["firstAt"], json!("2025-11-29T14:03:11Z"));
     assert_eq!((&doc["live"], &doc["max"]), (&Value::Null, &Value::Null));
     assert!(!doc.contains_key("topic") && !doc.contains_key("key"));
     fs::write(record.path(), br#"{"count":"7","firstAt":5}"#).unwrap();
-    assert_eq!(later.bump(None, None, "", "").unwrap(), 1);
+    assert_eq!(later.bump(None, None, "", "", "").unwrap(), 1);
     assert_eq!(later.read().unwrap()["firstAt"], json!("2025-11-29T14:04:51Z"));
     fs::write(record.path(), b"garbage").unwrap();
-    assert_eq!(later.bump(None, None, "", "").unwrap(), 1);
+    assert_eq!(later.bump(None, None, "", "", "").unwrap(), 1);
     assert_eq!(fs::metadata(record.path()).unwrap().mode() & 0o777, 0o600);
     let held = HeldLock::acquire(&fx.state.join("webhook-spawn-refused.json.lock"), Duration::ZERO).unwrap();
-    assert!(matches!(later.bump(None, None, "", ""), Err(LeaseError::Busy { .. })));
+    assert!(matches!(later.bump(None, None, "", "", ""), Err(LeaseError::Busy { .. })));
     drop(held);
 }
 
@@ -700,7 +700,7 @@ fn the_lease_of_an_older_life_of_a_listed_name_is_marked_and_swept() {
     assert_eq!(dir.mark_orphaned(&old_name, &old).unwrap(), Changed::Written);
     set_mtime_back(&fx.lease_file("hook-a"), 31);
     let report = dir.sweep(&listed, Some(&fx.log()));
-    assert_eq!(report.swept, [old_name.clone()]);
+    assert_eq!(report.swept, std::slice::from_ref(&old_name));
     let line = fx.log_lines().pop().unwrap();
     assert_eq!((&line["how"], &line["outcome"]), (&json!("swept"), &json!("vanished")));
     assert!(fx.lease_file("hook-b").exists(), "the listed life's lease stays");

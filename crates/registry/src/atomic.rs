@@ -155,6 +155,13 @@ pub fn parent_dir(path: &Path) -> &Path {
     }
 }
 
+/// True only when `path` does not exist ("no such file"): a decision taken from state must never read an I/O
+/// error, a permission error or a broken mount as absence (issue 18), so every other error answers false and the
+/// caller's next operation on the path reports it.
+pub fn is_absent(path: &Path) -> bool {
+    matches!(std::fs::symlink_metadata(path), Err(err) if err.kind() == io::ErrorKind::NotFound)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,17 @@ pub fn with_locked<T>(
     with_lock(&ctx.paths, ctx.lock_wait, section).map_err(SessionError::Lock)?
 }
 
+/// Whether the registry file exists. Only "no such file" means absent (issue 18): any other error of the stat
+/// (EIO, ENOTCONN, EACCES on a parent) is M20b, exit 1, so a verb never acknowledges what it could not check.
+pub fn registry_present(ctx: &Context) -> Result<bool, SessionError> {
+    let path = ctx.paths.registry();
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(true),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(SessionError::RegistryUnreadable { file: path.display().to_string(), error: err.to_string() }),
+    }
+}
+
 /// The registry as read under `guard`: Missing and Empty read as no entries; M20 or M20b otherwise (exit 1).
 pub fn read_locked(guard: &RegistryLock) -> Result<Document, SessionError> {
     let file = || guard.registry().display().to_string();

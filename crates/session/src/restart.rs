@@ -14,7 +14,7 @@ use registry::{Document, SessionName};
 use view::{Context, KillResult};
 
 use crate::error::{KillFailure, SessionError};
-use crate::locked::{checked_name, read_locked, with_locked, write_locked};
+use crate::locked::{checked_name, read_locked, registry_present, with_locked, write_locked};
 use crate::messages;
 use crate::out::Out;
 
@@ -49,7 +49,7 @@ struct Marked {
 
 fn one(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
     let name = checked_name(raw)?;
-    let (listed, marked) = if ctx.paths.registry().exists() { relisted(ctx, &name, out)? } else { (Listed::No, None) };
+    let (listed, marked) = if registry_present(ctx)? { relisted(ctx, &name, out)? } else { (Listed::No, None) };
     let killed = ctx.kill(&name);
     settle_marks(ctx, marked.as_slice(), &[(&name, &killed)], out);
     let line = match (listed, killed) {

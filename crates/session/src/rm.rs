@@ -6,7 +6,7 @@ use registry::SessionName;
 use view::{Context, KillResult};
 
 use crate::error::{KillFailure, SessionError};
-use crate::locked::{checked_name, read_locked, with_locked, write_locked};
+use crate::locked::{checked_name, read_locked, registry_present, with_locked, write_locked};
 use crate::messages;
 use crate::out::Out;
 
@@ -15,7 +15,7 @@ use crate::out::Out;
 /// kill failed (exit 1 both).
 pub fn rm(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
     let name = checked_name(raw)?;
-    let was_key = if ctx.paths.registry().exists() { delist(ctx, &name, out)? } else { false };
+    let was_key = if registry_present(ctx)? { delist(ctx, &name, out)? } else { false };
     let killed = ctx.kill(&name);
     let cleaned = clean_up(ctx, &name, was_key, out);
     match (killed, was_key) {

@@ -12,14 +12,14 @@ use serde_json::Value;
 use view::{Context, KillResult};
 
 use crate::error::{KillFailure, SessionError};
-use crate::locked::{checked_name, read_locked, with_locked, write_locked};
+use crate::locked::{checked_name, read_locked, registry_present, with_locked, write_locked};
 use crate::messages;
 use crate::out::Out;
 
 /// Runs `stop NAME`; M26 or M27 on stdout.
 pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
     let name = checked_name(raw)?;
-    if !ctx.paths.registry().exists() {
+    if !registry_present(ctx)? {
         return Err(SessionError::NoSuchSession(raw.to_owned()));
     }
     let (ephemeral, flagged, lease_warning) = with_locked(ctx, out, |guard| {

@@ -88,7 +88,7 @@ impl Supervisor {
                 entry.set("initialPrompt", Value::Null);
                 changed.push(name);
             }
-            self.log.line(&format!(
+            self.log.warn(&format!(
                 "'{name}' was already running but its start was never recorded (a supervisor stopped mid-spawn); adopted it as launch {}",
                 orphan.launch_id
             ));
@@ -97,7 +97,7 @@ impl Supervisor {
         if let Err(err) = write_document(guard, &fresh)
             && self.latches.write_failed.raise(first.as_str())
         {
-            self.log.line(&format!("session '{first}': cannot write {} ({err})", guard.registry().display()));
+            self.log.error(&format!("session '{first}': cannot write {} ({err})", guard.registry().display()));
         }
     }
 }

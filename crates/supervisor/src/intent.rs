@@ -101,7 +101,7 @@ impl Supervisor {
     /// L15 once per name per streak.
     pub(crate) fn note_write_failed(&mut self, name: &SessionName, path: &str, err: &str) {
         if self.latches.write_failed.raise(name.as_str()) {
-            self.log.line(&format!("session '{name}': cannot write {path} ({err})"));
+            self.log.error(&format!("session '{name}': cannot write {path} ({err})"));
         }
     }
 }

@@ -47,7 +47,7 @@ impl Supervisor {
         if let Err(err) = write_document(guard, &fresh) {
             let first = names.first().map(SessionName::as_str).unwrap_or_default();
             if self.latches.write_failed.raise(first) {
-                self.log.line(&format!("session '{first}': cannot write {} ({err})", guard.registry().display()));
+                self.log.error(&format!("session '{first}': cannot write {} ({err})", guard.registry().display()));
             }
             return None;
         }

@@ -54,11 +54,12 @@ fn dry_run(config: &Config, name: &str) -> ExitCode {
     }
 }
 
+/// A warning of start-up (issue 18: prefixed with its priority when stderr is the journal).
 fn say(text: &str) {
-    eprintln!("{}{text}", supervisor::log::PREFIX);
+    supervisor::log::Log::stderr().warn(text);
 }
 
 fn fail(code: u8, text: &str) -> ExitCode {
-    say(text);
+    supervisor::log::Log::stderr().error(text);
     ExitCode::from(code)
 }

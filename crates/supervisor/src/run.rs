@@ -53,7 +53,7 @@ fn single_instance(config: &Config, body: fn(Config) -> Stop) -> Stop {
         // unguarded, and say so once.
         Err(err @ registry::LockRefusal::Open { .. }) => {
             let mut log = Log::stderr();
-            log.line(&format!("cannot take the single-instance lock ({err}); running without it"));
+            log.warn(&format!("cannot take the single-instance lock ({err}); running without it"));
             body(config.clone())
         }
         Err(err) => Stop::Fatal(format!("cannot take the single-instance lock {}: {err}", lock.display())),
@@ -141,7 +141,7 @@ impl Watches {
         let hook = match WakeHook::for_file(&path) {
             Ok(hook) => Some(hook),
             Err(err) => {
-                supervisor.log_line(&format!(
+                supervisor.log_warn(&format!(
                     "not installing the session-closed wake ({err}); a killed session is noticed at the next tick"
                 ));
                 None
@@ -166,7 +166,7 @@ impl Watches {
             Err(err) => {
                 if self.registry_failed.raise() {
                     let dir = self.registry.dir().display().to_string();
-                    supervisor.log_line(&format!("cannot watch {dir} for changes ({err}); polling every 2s"));
+                    supervisor.log_warn(&format!("cannot watch {dir} for changes ({err}); polling every 2s"));
                 }
             }
         }
@@ -181,7 +181,7 @@ impl Watches {
             Err(err) => {
                 if self.closed_failed.raise() {
                     let file = self.closed.path().display().to_string();
-                    supervisor.log_line(&format!(
+                    supervisor.log_warn(&format!(
                         "cannot watch {file} for ended sessions ({err}); a killed session is noticed at the next tick"
                     ));
                 }

@@ -65,7 +65,7 @@ impl Supervisor {
                 self.latches.problem.clear(name.as_str());
                 self.note_cwd(name, prepared.cwd_fallback.as_deref());
                 if prepared.codex_remote_control_ignored && self.latches.codex_remote.insert(name.to_string()) {
-                    self.log.line(&format!(
+                    self.log.warn(&format!(
                         "session '{name}': codex remote control is not supported here; starting the codex TUI"
                     ));
                 }
@@ -73,14 +73,14 @@ impl Supervisor {
             }
             Err(PrepareError::NotInstalled(agent)) => {
                 if self.latches.not_installed.raise(name.as_str()) {
-                    self.log.line(&format!("session '{name}': agent '{agent}' is not installed - skipping"));
+                    self.log.warn(&format!("session '{name}': agent '{agent}' is not installed - skipping"));
                     self.note_harness_missing(name, &agent, side);
                 }
                 None
             }
             Err(PrepareError::Fatal(problem)) => {
                 if self.latches.problem.raise(name.as_str()) {
-                    self.log.line(&format!("session '{name}': {problem} - skipping"));
+                    self.log.warn(&format!("session '{name}': {problem} - skipping"));
                 }
                 None
             }
@@ -92,7 +92,7 @@ impl Supervisor {
             Some(dir) if self.latches.cwd_unusable.raise(name.as_str()) => {
                 let home = self.config.paths.home().display().to_string();
                 self.log
-                    .line(&format!("session '{name}': working directory '{dir}' is not usable; starting in {home}"));
+                    .warn(&format!("session '{name}': working directory '{dir}' is not usable; starting in {home}"));
             }
             Some(_) => {}
             None => self.latches.cwd_unusable.clear(name.as_str()),
@@ -164,7 +164,7 @@ impl Supervisor {
             Ok(()) => true,
             Err(err) => {
                 if self.latches.write_failed.raise(name.as_str()) {
-                    self.log.line(&format!("session '{name}': cannot write {} ({err})", launch_file.display()));
+                    self.log.error(&format!("session '{name}': cannot write {} ({err})", launch_file.display()));
                 }
                 false
             }
@@ -198,7 +198,7 @@ impl Supervisor {
             return;
         }
         if self.latches.spawn_failed.raise(name.as_str()) {
-            self.log.line(&format!("session '{name}': tmux new-session failed: {}", err.reason()));
+            self.log.error(&format!("session '{name}': tmux new-session failed: {}", err.reason()));
         }
     }
 
@@ -222,7 +222,7 @@ impl Supervisor {
         let Ok(fresh) = read_for_write(guard.registry()) else { return true };
         if fresh.entry(name.as_str()).is_none_or(|e| e.stopped()) {
             let _ = self.tmux.kill_session(name);
-            self.log.line(&format!("'{name}' was removed or stopped while it was starting; killed the new pane"));
+            self.log.warn(&format!("'{name}' was removed or stopped while it was starting; killed the new pane"));
             return false;
         }
         let memory = self.memory.entry(name.to_string()).or_default();
@@ -241,7 +241,7 @@ impl Supervisor {
             Ok(()) => self.latches.write_failed.clear(name.as_str()),
             Err(err) => {
                 if self.latches.write_failed.raise(name.as_str()) {
-                    self.log.line(&format!("session '{name}': cannot write {} ({err})", path.display()));
+                    self.log.error(&format!("session '{name}': cannot write {} ({err})", path.display()));
                 }
             }
         }
@@ -267,7 +267,7 @@ impl Supervisor {
     /// SUP-9.4: note a started delay in the existing side file, under the lock, if the key is still listed.
     pub(crate) fn note_backoff(&mut self, tick: &mut Tick, name: &SessionName, until: i64, streak: u32) {
         let path = self.config.paths.side_file(name);
-        if tick.lock_refused || !path.exists() {
+        if tick.lock_refused || registry::atomic::is_absent(&path) {
             return;
         }
         self.locked(tick, |me, _, guard| {

@@ -147,6 +147,10 @@ impl Supervisor {
         self.log.line(text);
     }
 
+    pub fn log_warn(&mut self, text: &str) {
+        self.log.warn(text);
+    }
+
     /// L1.
     pub fn log_started(&mut self) {
         let (socket, dir) = (self.config.tmux.socket.clone(), self.config.tmux.socket_dir.display().to_string());
@@ -204,13 +208,13 @@ impl Supervisor {
             }
             Err(TmuxError::NoServer | TmuxError::SocketDirMissing(_)) if self.config.external_server => {
                 if self.latches.server_absent.raise() {
-                    self.log.line("tmux server is not running; its unit starts it — waiting");
+                    self.log.warn("tmux server is not running; its unit starts it — waiting");
                 }
                 None
             }
             Err(err) => {
                 if self.latches.tmux_down.raise() {
-                    self.log.line(&format!(
+                    self.log.error(&format!(
                         "cannot reach tmux ({}); no session can be started or checked; retrying every tick",
                         err.reason()
                     ));
@@ -234,7 +238,7 @@ impl Supervisor {
         let changed = matches!((self.previous_server_pid, pid), (Some(old), Some(new)) if old != new);
         if changed && empty && self.previous_managed >= 2 {
             let lost = self.previous_managed;
-            self.log.line(&format!(
+            self.log.warn(&format!(
                 "all {lost} managed sessions disappeared at once (tmux server restarted?); respawning them"
             ));
         } else if changed {
@@ -258,7 +262,7 @@ impl Supervisor {
             Ok(()) => self.wake_installed_on = Some(pid),
             Err(err @ TmuxError::Failed { .. }) => {
                 self.wake_installed_on = Some(pid);
-                self.log.line(&format!(
+                self.log.warn(&format!(
                     "tmux did not accept the session-closed hook ({}); a killed session is noticed at the next tick",
                     err.reason()
                 ));
@@ -273,7 +277,7 @@ impl Supervisor {
         let outcome =
             self_heal(self.config.paths.registry(), self.config.seed.as_deref(), self.config.lock_wait, &mut self.heal);
         for message in &outcome.messages {
-            self.log.line(message);
+            self.log.warn(message);
         }
         if outcome.quarantined.is_some() {
             self.quarantined_at = Some(tick.now);
@@ -310,7 +314,7 @@ impl Supervisor {
                 registry::RegistryError::LockRefused { reason, .. } => reason.to_string(),
                 other => other.to_string(),
             };
-            self.log.line(&format!("registry lock not obtained ({reason}); no session started or reaped this tick"));
+            self.log.warn(&format!("registry lock not obtained ({reason}); no session started or reaped this tick"));
         }
     }
 
@@ -365,10 +369,10 @@ impl Supervisor {
         if !key_valid {
             if self.latches.bad_keys.insert(key.to_owned()) {
                 let quoted = serde_json::to_string(key).unwrap_or_default();
-                self.log.line(&format!("ignoring registry key {quoted}: names are [A-Za-z0-9_-]+"));
+                self.log.warn(&format!("ignoring registry key {quoted}: names are [A-Za-z0-9_-]+"));
             }
         } else if self.latches.problem.raise(key) {
-            self.log.line(&format!("session '{key}': its entry is not a JSON object - skipping"));
+            self.log.warn(&format!("session '{key}': its entry is not a JSON object - skipping"));
         }
     }
 
@@ -398,7 +402,7 @@ impl Supervisor {
             return;
         }
         let status = entry.died().map(|d| serde_json::to_string(d).unwrap_or_default()).unwrap_or_default();
-        self.log.line(&format!(
+        self.log.warn(&format!(
             "'{name}' exited with status {status}; its pane is kept for inspection, not restarted (agent-box-session restart {name} starts it again)"
         ));
     }
@@ -422,7 +426,7 @@ impl Supervisor {
                 "its lease could not be marked"
             }
         };
-        self.log.line(&format!(
+        self.log.warn(&format!(
             "'{name}' vanished: its pane ended without recording how (killed, reboot or out of memory); {lease}"
         ));
     }
@@ -441,7 +445,7 @@ impl Supervisor {
         if let Absence::Delayed { until, streak, announce } = record.count_absence(tick.now) {
             if announce {
                 let at = registry::time::format_iso(until);
-                self.log.line(&format!(
+                self.log.warn(&format!(
                     "'{name}' keeps exiting ({streak} quick exits in a row); next start not before {at}"
                 ));
             }
@@ -476,7 +480,8 @@ impl Supervisor {
                 continue;
             }
             memory.last_heartbeat = Some(tick.now);
-            if !self.leases.lease_path(name).exists() {
+            // Only "no such file" means no lease (issue 18): any other error is the lease operation's to report.
+            if registry::atomic::is_absent(&self.leases.lease_path(name)) {
                 continue;
             }
             let side = SideFile::read(&self.config.paths.side_file(name));
@@ -504,7 +509,7 @@ impl Supervisor {
 
     pub(crate) fn warn_lease(&mut self, err: &lease::LeaseError) {
         if self.latches.lease_trouble.raise() {
-            self.log.line(&format!("lease update skipped: {err}"));
+            self.log.warn(&format!("lease update skipped: {err}"));
         }
     }
 }

@@ -25,4 +25,7 @@ pub struct RefusalRecord {
     pub topic: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub key: Option<String>,
+    /// Why this batch was deferred (issue 18), the cause webhook-spawn printed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
 }

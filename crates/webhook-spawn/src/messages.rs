@@ -22,8 +22,9 @@ pub fn profile_ignored(profile: &str, source: &str, harness: &str) -> String {
 pub fn filter_failed(path: &str, reason: &str) -> String {
     format!("could not write {path} ({reason}); the session starts unsubscribed, so its CI may start a duplicate")
 }
+/// Issue 18 item 3: the lease could not be created, so the batch is deferred rather than run untracked.
 pub fn lease_failed(name: &str, reason: &str) -> String {
-    format!("could not create the lease for '{name}' ({reason}); this assignment is not tracked")
+    format!("could not create the lease for '{name}' ({reason}); not starting work the box could not account for")
 }
 pub const DEFERRED: &str = "session start deferred; receiver will retry";
 pub fn not_absolute(var: &str, value: &str) -> String {

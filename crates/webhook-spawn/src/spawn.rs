@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::io::Read;
 
 use agent_box_types::filter::{FilterSeed, SeededTopic};
-use lease::{HookLog, LeaseDir, RefusalRecord, SpawnRecord};
+use lease::{EndHow, HookLog, LeaseDir, RefusalRecord, SpawnRecord};
 use registry::store::{read_for_write, write_document};
 use registry::{CapacityError, NewEntry, RegistryError, RegistryLock, SessionName, new_entry, new_uuid_v4};
 use view::Context;
@@ -137,10 +137,21 @@ fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan, out: &mut 
     let prompt = prompt(plan, &name, seeded);
     let life = lease::Gen::random();
     let entry = build_entry(plan, &prompt, life.as_str());
+    let leased = plan.seed.then(|| record_assignment(ctx, &name, plan, &life)).transpose().inspect_err(|_| {
+        if seeded {
+            let _ = std::fs::remove_file(&filter);
+        }
+    })?;
     let written = doc.insert_new(&name, entry).and_then(|()| write_document(guard, &doc));
     if let Err(err) = written {
         if seeded {
             let _ = std::fs::remove_file(&filter);
+        }
+        if leased.is_some() {
+            // LS-5.1: a batch that is not accepted leaves no lease behind; its spawn record gets its end.
+            let log = HookLog::new(ctx.paths.hook_log());
+            let leases = LeaseDir::new(ctx.paths.lease_dir());
+            let _ = leases.finish(&name, &EndHow::Refused, &lease::Expect::Gen(life), Some(&log));
         }
         let reason = match err {
             RegistryError::Write { source, .. } => source.to_string(),
@@ -150,9 +161,6 @@ fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan, out: &mut 
             &guard.registry().display().to_string(),
             &reason,
         )));
-    }
-    if plan.seed {
-        record_assignment(ctx, &name, plan, life, out);
     }
     Ok(name)
 }
@@ -231,20 +239,32 @@ fn build_entry(plan: &Plan, prompt: &str, life: &str) -> serde_json::Map<String,
     })
 }
 
-/// Steps 13–14: the lease, then the spawn line; both best effort (W8; a busy log lock skips the line).
-/// The lease's gen is the entry's life token (issue 17).
-fn record_assignment(ctx: &Context, name: &SessionName, plan: &Plan, life: lease::Gen, out: &mut Out) {
+/// Steps 13–14, before the insert (LS-5.1), in the order that keeps the hook log an audit trail across a power
+/// loss (issue 18 item 2; each append is durable): an older life's lease left under this name is settled first
+/// (`swept`), then the spawn record, then the lease, whose gen is the entry's life token (issue 17). So every lease
+/// has its spawn record before it exists. A lease that cannot be created defers the batch (issue 18 item 3):
+/// accepted work the box does not track could be lost without a trace, which is what the lease exists to prevent;
+/// the receiver keeps the batch and retries, and the spawn record gets a `refused` end record.
+fn record_assignment(ctx: &Context, name: &SessionName, plan: &Plan, life: &lease::Gen) -> Result<(), Refusal> {
     let log = HookLog::new(ctx.paths.hook_log());
+    let leases = LeaseDir::new(ctx.paths.lease_dir());
+    // The hook log never creates a directory: the lease directory (and the state directory above it) exists first.
+    registry::ensure_private_dir(leases.path()).map_err(|err| {
+        Refusal::because(messages::lease_failed(
+            name.as_str(),
+            &format!("cannot create {}: {err}", leases.path().display()),
+        ))
+    })?;
+    let _ = leases.finish(name, &EndHow::Swept, &lease::Expect::Any, Some(&log));
     let own = plan.batch.own();
     let object = plan.meta.as_ref().and_then(|m| m.number).map(|n| n.to_string());
-    if let Err(err) =
-        LeaseDir::new(ctx.paths.lease_dir()).create_with_gen(name, &own, object.as_deref(), life, Some(&log))
-    {
-        out.warn(messages::lease_failed(name.as_str(), &err.to_string()));
-    }
     let record =
         SpawnRecord { name, topic: &own, event: &plan.batch.event, object: object.as_deref(), count: plan.batch.count };
     let _ = log.append_spawn(&record);
+    leases.create_with_gen(name, &own, object.as_deref(), life.clone(), Some(&log)).map(drop).map_err(|err| {
+        let _ = log.append_end(name, &EndHow::Refused, None);
+        Refusal::because(messages::lease_failed(name.as_str(), &err.to_string()))
+    })
 }
 
 /// §8.4: the refusal record, then the deferral (its cause, W19 when the record failed, W9; exit 75).
@@ -252,7 +272,8 @@ fn defer(ctx: &Context, env: &impl Fn(&str) -> Option<OsString>, refusal: Refusa
     let text = |k: &str| env(k).map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
     let record = RefusalRecord::new(ctx.paths.refusal_record());
     let (live, max) = refusal.counts.map_or((None, None), |(used, max)| (Some(used), Some(max)));
-    let bumped = record.bump(live, max, &text("LOCAL_WEBHOOK_SPAWN_TOPIC"), &text("LOCAL_WEBHOOK_SPAWN_KEY"));
+    let (topic, key) = (text("LOCAL_WEBHOOK_SPAWN_TOPIC"), text("LOCAL_WEBHOOK_SPAWN_KEY"));
+    let bumped = record.bump(live, max, &topic, &key, &refusal.cause);
     let record_failed =
         bumped.err().map(|err| messages::record_failed(&record.path().display().to_string(), &err.to_string()));
     SpawnError::Deferred { cause: refusal.cause, record_failed }

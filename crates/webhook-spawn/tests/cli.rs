@@ -487,17 +487,6 @@ fn wh11_a_missing_filter_directory_starts_unsubscribed() {
 }
 
 #[test]
-fn wh11_an_unwritable_lease_directory_is_w8_and_still_accepted() {
-    let sb = world();
-    fs::create_dir_all(sb.state_dir()).unwrap();
-    fs::write(sb.state_dir().join("lease"), b"not a directory").unwrap();
-    webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH)
-        .code(0)
-        .stderr(predicate::str::contains("could not create the lease for"));
-    assert!(sb.entry(&only_name(&sb)).is_some());
-}
-
-#[test]
 fn wh12_render_mode_writes_nothing() {
     let mut sb = world();
     fs::write(
@@ -589,7 +578,16 @@ fn wh11_a_failed_registry_write_removes_the_filter_and_defers() {
         0,
         "the filter written before the failed insert is removed"
     );
-    assert!(!sb.state_dir().join("lease").exists() && sb.hook_log().is_empty());
+    // Issue 18: the lease was created (after its spawn record) and is removed again; the spawn record gets its end.
+    assert_eq!(
+        fs::read_dir(sb.state_dir().join("lease"))
+            .unwrap()
+            .filter(|e| e.as_ref().is_ok_and(|e| e.file_name() != ".lock"))
+            .count(),
+        0
+    );
+    let hows: Vec<Value> = sb.hook_log().iter().map(|l| l["how"].clone()).collect();
+    assert_eq!(hows, [Value::Null, json!("refused")], "a spawn record, then its refused end");
 }
 
 #[test]
@@ -631,4 +629,23 @@ fn wh15_the_prompt_carries_the_peers_report() {
     let name = sb.read_registry().names().find(|n| n.starts_with("hook-")).unwrap().to_owned();
     let prompt = prompt_of(&sb, &name);
     assert!(prompt.contains(&format!("\n\n{}\n\n", report.trim_end_matches('\n'))), "peers block missing:\n{prompt}");
+}
+
+/// Issue 18 item 3: when the lease cannot be created the batch is refused with exit 75, not accepted untracked;
+/// nothing is written (no entry, filter, lease or hook-log line) and the refusal record says why. The lease
+/// directory's path is taken by a regular file (which stops root too). (A lease that fails after its spawn record
+/// was written gets a `refused` end record: see the failed registry write of wh11.)
+#[test]
+fn a_batch_whose_lease_cannot_be_created_is_deferred_not_run_untracked() {
+    let sb = world();
+    fs::create_dir_all(sb.state_dir()).unwrap();
+    fs::write(sb.state_dir().join("lease"), "not a directory\n").unwrap();
+    let out = webhook_spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH).code(75);
+    assert!(stderr(&out).contains("could not create the lease"), "{}", stderr(&out));
+    let listed = registry::read(&sb.registry()).document_or_empty().map(|d| d.names().count());
+    assert!(matches!(listed, Some(0) | None), "no entry: {listed:?}");
+    assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0, "no filter");
+    let record = refusal_record(&sb);
+    assert!(record.reason.as_deref().is_some_and(|r| r.contains("could not create the lease")), "{record:?}");
+    assert!(sb.hook_log().is_empty(), "{:#?}", sb.hook_log());
 }

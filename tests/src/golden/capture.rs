@@ -30,6 +30,8 @@ pub struct Invocation {
     env: Vec<(String, Option<OsString>)>,
     stdin: Option<String>,
     no_file_growth: bool,
+    /// `JOURNAL_STREAM` names the command's stderr, as systemd sets it for a unit logging to the journal.
+    journal: bool,
 }
 
 /// What a command did.
@@ -54,7 +56,21 @@ impl Invocation {
 
     /// A program shown as `shown` but run from `path` (a baked epilogue).
     pub fn at(shown: &str, path: PathBuf) -> Self {
-        Self { shown: shown.to_owned(), path, args: Vec::new(), env: Vec::new(), stdin: None, no_file_growth: false }
+        Self {
+            shown: shown.to_owned(),
+            path,
+            args: Vec::new(),
+            env: Vec::new(),
+            stdin: None,
+            no_file_growth: false,
+            journal: false,
+        }
+    }
+
+    /// Runs it with stderr taken for the journal (issue 18): `JOURNAL_STREAM` is the `<dev>:<inode>` of its stderr.
+    pub fn as_if_journal(mut self) -> Self {
+        self.journal = true;
+        self
     }
 
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
@@ -119,11 +135,14 @@ impl Invocation {
     /// `/bin/sh -c 'umask 077; … exec "$0" "$@"' <program> <args>`: sh sets what `Command` cannot without
     /// unsafe code, then replaces itself; the arguments reach the program untouched, never parsed by sh.
     fn wrapped(&self, world: &World) -> Command {
-        let script = if self.no_file_growth {
-            "umask 077; trap '' XFSZ; ulimit -f 0; exec \"$0\" \"$@\""
+        let growth = if self.no_file_growth { "trap '' XFSZ; ulimit -f 0; " } else { "" };
+        // Command substitution redirects only stdout, so /proc/self/fd/2 there is the command's own stderr.
+        let journal = if self.journal {
+            "JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2); export JOURNAL_STREAM; "
         } else {
-            "umask 077; exec \"$0\" \"$@\""
+            ""
         };
+        let script = format!("umask 077; {growth}{journal}exec \"$0\" \"$@\"");
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c").arg(script).arg(&self.path).args(&self.args);
         cmd.env_clear().envs(world.sb.env_pairs()).current_dir(world.home());
@@ -151,6 +170,9 @@ impl Invocation {
         }
         if self.no_file_growth {
             out.extend_from_slice(b"[setup] file size limit 0 (ulimit -f 0), SIGXFSZ ignored\n");
+        }
+        if self.journal {
+            out.extend_from_slice(b"[setup] stderr is the journal (JOURNAL_STREAM names it)\n");
         }
         if let Some(rel) = &self.stdin {
             out.extend_from_slice(format!("[stdin] tests/fixtures/golden/{rel}\n").as_bytes());

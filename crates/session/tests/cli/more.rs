@@ -299,3 +299,21 @@ fn h11_a_decoy_tmux_environment_is_never_contacted() {
     let peers: PeersReport = serde_json::from_str(&stdout(&session(&sb, &["peers", "--json"]).code(0))).unwrap();
     assert_eq!(peers.me.as_deref(), Some("other"));
 }
+
+/// Issue 18 item 1: a registry that cannot be reached is never read as absent. Its path runs through a regular
+/// file (ENOTDIR, which `Path::exists()` answers with false, as it does for EIO, ENOTCONN or EACCES on a parent):
+/// `rm` used to print `removed` with exit 0, `stop` and `restart` `unknown session` with exit 2. Each now says it
+/// cannot read the registry (M20b, exit 1) and changes nothing.
+#[test]
+fn an_unreachable_registry_is_reported_never_read_as_absent() {
+    let mut sb = Sandbox::new();
+    let blocker = sb.home().join("not-a-dir");
+    fs::write(&blocker, "a file where the registry's directory should be\n").unwrap();
+    sb.set_env("AGENT_BOX_SESSIONS_FILE", blocker.join("sessions.json"));
+    for verb in [&["rm", "main"][..], &["stop", "main"], &["restart", "main"]] {
+        let out = session(&sb, verb);
+        assert_eq!(code(&out), 1, "{verb:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("not-a-dir/sessions.json") && stdout(&out).is_empty(), "{verb:?}: {out:?}");
+    }
+    assert_eq!(fs::read(&blocker).unwrap(), b"a file where the registry's directory should be\n");
+}

@@ -84,6 +84,8 @@ struct OnceCase {
     env: Vec<(&'static str, String)>,
     hold_lock: bool,
     adopt: Option<&'static str>,
+    /// Also rendered with stderr as the journal, into `<file>-journal.txt` (issue 18: the priority prefixes).
+    journal: bool,
 }
 
 fn once_cases() -> Vec<OnceCase> {
@@ -94,6 +96,7 @@ fn once_cases() -> Vec<OnceCase> {
         env: vec![],
         hold_lock: false,
         adopt: None,
+        journal: false,
     };
     let empty = Some(registry(&[]));
     let with_env = |file, registry: Option<String>, key: &'static str, value: &str| OnceCase {
@@ -101,18 +104,18 @@ fn once_cases() -> Vec<OnceCase> {
         ..case(file, registry)
     };
     vec![
-        case("L1", empty.clone()),
+        OnceCase { journal: true, ..case("L1", empty.clone()) },
         case("seed", None),
         OnceCase { seed: r#"{"version": 1, "sessions": []}"#, ..case("seed-invalid", None) },
         case("corrupt-registry", Some("not json\n".to_owned())),
-        with_env("L2", empty.clone(), "AGENT_BOX_TMUX_BIN", "@ROOT@/bin/no-such-tmux"),
+        OnceCase { journal: true, ..with_env("L2", empty.clone(), "AGENT_BOX_TMUX_BIN", "@ROOT@/bin/no-such-tmux") },
         with_env(
             "L5",
             Some(registry(&[("a", TOOL_A), ("b", TOOL_B)])),
             "AGENT_BOX_SESSION_LIMIT_FILE",
             "@ROOT@/limit-1",
         ),
-        case("L6", Some(registry(&[("emacs", r#"{"agent": "emacs"}"#)]))),
+        OnceCase { journal: true, ..case("L6", Some(registry(&[("emacs", r#"{"agent": "emacs"}"#)]))) },
         OnceCase { hold_lock: true, ..case("L9", Some(registry(&[("a", TOOL_A)]))) },
         case("L13", Some(registry(&[("bad name!", TOOL_A)]))),
         case("L14", Some(registry(&[("a", r#"{"agent": "tool", "extraArgs": "rm -rf /"}"#)]))),
@@ -147,6 +150,9 @@ fn log_lines(out: &mut Artefacts) {
         }
         let held = case.hold_lock.then(|| world.sb.hold_registry_lock());
         out.capture(&format!("supervisor/log/{}.txt", case.file), &world, &inv);
+        if case.journal {
+            out.capture(&format!("supervisor/log/{}-journal.txt", case.file), &world, &inv.clone().as_if_journal());
+        }
         drop(held);
         if case.file == "seed" {
             out.document("documents/registry-after-seed.json", &world, &world.sb.registry());
