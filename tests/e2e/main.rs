@@ -1,5 +1,6 @@
 //! The one end-to-end test binary (80-acceptance I1): a module per scenario group, plus the tidy checks.
 
+mod audit;
 mod chaos;
 mod faults;
 mod golden;
