@@ -1,7 +1,10 @@
 //! The small fixed-seed chaos run (issue 13): 20 dispatched sessions through the real spawner, supervisor and
-//! epilogue, with every fate, supervisor kills, one tmux-server kill and a burst at the limit; every lease must
-//! end as the spec says, every hook-log end line must survive the trim, and no sample may be invalid. It runs in a
-//! slot (80 I9). `cargo xtask chaos --sessions N --seed S` runs any size.
+//! epilogue, with every fate (issue 17's too: late epilogues after a reused name's new life runs, `restart` of a
+//! running leased session, `stop` → `restart` → crash, a supervisor SIGKILL right after a `new-session` followed
+//! by a pane kill), supervisor kills, one tmux-server kill and a burst at the limit; every lease must end as the
+//! spec and docs/lives.md say, every hook-log end and `restart` line must survive the trim, no assignment may get
+//! its kickoff prompt twice, and no sample may be invalid. It runs in a slot (80 I9). `cargo xtask chaos
+//! --sessions N --seed S` runs any size.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;

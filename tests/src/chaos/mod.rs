@@ -1,14 +1,18 @@
 //! The chaos run (issue 13): up to hundreds of sessions dispatched through `agent-box-webhook-spawn` into a private
 //! world running the real supervisor, each meeting a seeded fate (clean exit, crash, pane killed, `rm`, `stop`,
-//! crash then `rm`, its name reused after `rm` with the old pane's epilogues arriving late), while the supervisor
-//! is SIGKILLed and restarted (also right after a `new-session`), the tmux server is killed once and a burst of
-//! concurrent dispatches hits the capacity limit. A model derived from the spec says what every lease must read
-//! and which end lines the hook log must hold; observers sample the registry and every lease file all along and
-//! keep every hook-log line across its trims. `cargo test` runs a small fixed seed; `cargo xtask chaos` any size.
+//! crash then `rm`, its name reused after `rm` with the old pane's epilogues arriving late, `restart` of the
+//! running session, `stop` then `restart` then a crash, the supervisor SIGKILLed right after the session's
+//! `new-session` and the pane killed before a supervisor runs again), while the supervisor is SIGKILLed and
+//! restarted (also right after a `new-session`), the tmux server is killed once and a burst of concurrent
+//! dispatches hits the capacity limit. A model derived from the spec and the life rules (docs/lives.md) says what
+//! every lease must read, which end and `restart` lines the hook log must hold and that no assignment gets its
+//! kickoff prompt twice; observers sample the registry and every lease file all along and keep every hook-log line
+//! across its trims. `cargo test` runs a small fixed seed; `cargo xtask chaos` any size.
 
 mod model;
 mod plan;
 mod report;
+mod seen;
 mod watch;
 mod world;
 
@@ -16,14 +20,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use lease::{LeaseDir, LeaseState};
-use serde_json::Value;
-
 pub use self::model::{Expected, Incarnation};
 pub use self::plan::{Fate, Global, Plan, Planned};
 pub use self::report::Report;
+use self::seen::Seen;
 use self::watch::Watch;
-use self::world::World;
+use self::world::{Late, World};
 use crate::workspace_root;
 
 /// What to run.
@@ -39,14 +41,27 @@ pub struct Options {
 const SETTLE_LIMIT: Duration = Duration::from_secs(120);
 /// How long a restarted supervisor stays down after a kill.
 const SUPERVISOR_PAUSE: Duration = Duration::from_millis(700);
+/// How long a kill armed at one session's spawn may wait to fire, and then for the agent's first start.
+const SPAWN_KILL_WAIT: Duration = Duration::from_secs(10);
 
 /// One thing the driver does, due at an offset from the start.
 #[derive(Debug, Clone)]
 enum Step {
     Dispatch(usize),
-    /// The fate action of planned session `.0`, phase `.1` (crash then rm and reuse have two).
+    /// The fate action of planned session `.0`, phase `.1` (crash then rm, restart then exit and stop-restart-crash
+    /// have two; reuse has three: rm, the new life, the late epilogues once it runs).
     Act(usize, u8),
     Global(Global),
+}
+
+/// A supervisor kill armed at the `new-session` of planned session `planned`, whose pane is to be killed while no
+/// supervisor runs (issue 17 row 6).
+#[derive(Debug)]
+struct SpawnKill {
+    planned: usize,
+    prefix: String,
+    armed: Instant,
+    fired: Option<Instant>,
 }
 
 /// An action whose expected state has not been observed yet.
@@ -80,6 +95,18 @@ struct Driver {
     started: Instant,
     /// Since when a step that needs a quiet box has been waiting for it.
     waiting_quiet: Option<Instant>,
+    /// The kill armed at a spawn that has not led to its pane kill yet (one at a time).
+    spawn_kill: Option<SpawnKill>,
+    /// Planned sessions whose pane was killed after the supervisor was killed at their spawn.
+    spawn_killed: BTreeSet<usize>,
+    /// The old pane's epilogue arguments of each reused name (by plan position), read before its `rm`.
+    late: BTreeMap<usize, Late>,
+    /// Which argv records carry a prompt (records never change once written, so each is read once).
+    kickoff_cache: BTreeMap<String, bool>,
+    /// `stop` → `restart` pairs done so far; every other one runs while no supervisor does.
+    stop_restarts: usize,
+    /// When the last wait for a quiet box ended: a step held up behind it is given its own time to get ready.
+    unblocked: Duration,
 }
 
 impl Driver {
@@ -108,6 +135,12 @@ impl Driver {
             report,
             started: Instant::now(),
             waiting_quiet: None,
+            spawn_kill: None,
+            spawn_killed: BTreeSet::new(),
+            late: BTreeMap::new(),
+            kickoff_cache: BTreeMap::new(),
+            stop_restarts: 0,
+            unblocked: Duration::ZERO,
         }
     }
 
@@ -119,7 +152,7 @@ impl Driver {
     /// Runs every step when due and ready, then waits for everything to settle.
     fn drive(&mut self) {
         while !self.steps.is_empty() {
-            self.world.keep_supervisor(SUPERVISOR_PAUSE);
+            self.tend_supervisor();
             self.poll_pending();
             if let Some(index) = self.next_ready() {
                 let (_, step) = self.steps.remove(index);
@@ -140,7 +173,7 @@ impl Driver {
             }
             match step {
                 Step::Global(Global::KillServer | Global::Burst { .. }) => return self.when_quiet(index),
-                Step::Act(at, _) if !self.ready_to_act(*at) && now - *due < SETTLE_LIMIT => {}
+                Step::Act(at, _) if !self.ready_to_act(*at) && now - (*due).max(self.unblocked) < SETTLE_LIMIT => {}
                 _ => return Some(index),
             }
         }
@@ -152,12 +185,14 @@ impl Driver {
         let since = *self.waiting_quiet.get_or_insert_with(Instant::now);
         if self.quiet() {
             self.waiting_quiet = None;
+            self.unblocked = self.started.elapsed();
             return Some(index);
         }
         if since.elapsed() < SETTLE_LIMIT {
             return None;
         }
         self.waiting_quiet = None;
+        self.unblocked = self.started.elapsed();
         let unrecorded: Vec<&str> = self
             .incs
             .iter()
@@ -171,14 +206,15 @@ impl Driver {
         Some(index)
     }
 
-    /// The session's last action has settled; a pane to be killed must also have its launch recorded (a pane
-    /// killed before any supervisor recorded it is started again as a first spawn, which no lease can tell).
+    /// The session's last action has settled and no kill at its spawn is under way; a pane to be killed or
+    /// restarted must also have its launch recorded (so the model's pane is the one the supervisor knows).
     fn ready_to_act(&self, planned: usize) -> bool {
         let Some(&inc) = self.of_planned.get(&planned) else { return self.dispatch_failed(planned) };
         let settled = self.pending.iter().all(|p| p.inc != inc);
-        let recorded =
-            self.plan.sessions[planned].fate != Fate::PaneKilled || self.world.recorded(&self.incs[inc].name);
-        settled && recorded
+        let killing = self.spawn_kill.as_ref().is_some_and(|k| k.planned == planned);
+        let needs_record =
+            matches!(self.plan.sessions[planned].fate, Fate::PaneKilled | Fate::KilledAtSpawn | Fate::RestartThenExit);
+        settled && !killing && (!needs_record || self.world.recorded(&self.incs[inc].name))
     }
 
     fn dispatch_failed(&self, planned: usize) -> bool {
@@ -199,8 +235,7 @@ impl Driver {
             Step::Act(at, phase) => self.act(at, phase),
             Step::Global(Global::KillSupervisor) => {
                 if self.world.supervisor_up() {
-                    self.world.kill_supervisor();
-                    self.truth("supervisor SIGKILL".into());
+                    self.kill_supervisor("supervisor SIGKILL".into());
                 }
             }
             Step::Global(Global::KillServer) => self.kill_server(),
@@ -210,12 +245,14 @@ impl Driver {
 
     fn dispatch(&mut self, at: usize) {
         let planned = self.plan.sessions[at].clone();
-        if planned.kill_supervisor_at_spawn && self.world.supervisor_up() {
-            self.world.arm_kill_at_spawn();
-            self.truth("armed: SIGKILL the supervisor right after its next new-session".into());
-        }
         let label = format!("s{}", planned.index);
+        self.arm_at_dispatch(at, &planned, &label);
         let code = self.world.dispatch(&label, &label, planned.index + 1);
+        if code != 0
+            && let Some(kill) = self.spawn_kill.take_if(|k| k.planned == at)
+        {
+            self.world.disarm(&kill.prefix);
+        }
         match (code, self.world.minted(&label)) {
             (0, Some(name)) => {
                 let lease_gen = self.world.lease_gen(&name).unwrap_or_default();
@@ -226,6 +263,96 @@ impl Driver {
             }
             (code, _) => self.report.wrong.push(format!("the dispatch of {label} exited {code}")),
         }
+    }
+
+    /// Arms the supervisor kill of a session that is a victim of one, or whose fate is the kill at its own spawn.
+    fn arm_at_dispatch(&mut self, at: usize, planned: &Planned, label: &str) {
+        if !self.world.supervisor_up() {
+            return;
+        }
+        if planned.fate == Fate::KilledAtSpawn && self.spawn_kill.is_none() {
+            let prefix = format!("hook-chaos-{label}-");
+            if self.world.arm_kill_at_spawn(&prefix) {
+                self.truth(format!("armed: SIGKILL the supervisor right after the new-session of {prefix}*"));
+                self.spawn_kill = Some(SpawnKill { planned: at, prefix, armed: Instant::now(), fired: None });
+            }
+        } else if planned.kill_supervisor_at_spawn && self.world.arm_kill_at_spawn("") {
+            self.truth("armed: SIGKILL the supervisor right after its next new-session".into());
+        }
+    }
+
+    /// SIGKILLs the running supervisor at a random point of its work. One point has a documented consequence the
+    /// model must follow: after a first start's intent and before its `new-session` (L-9), no pane ever ran, and
+    /// the next supervisor reads the intent as a pane that vanished (L-10): the lease is marked and the start
+    /// resumes without the kickoff prompt, which the intent had already taken off the entry.
+    fn kill_supervisor(&mut self, line: String) {
+        let Some(pid) = self.world.supervisor_pid() else { return };
+        self.world.kill_supervisor();
+        self.truth(line);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.world.supervisor_up() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let unstarted: Vec<usize> = (0..self.incs.len())
+            .filter(|i| {
+                let inc = &self.incs[*i];
+                !inc.superseded && inc.pane_expected() && self.world.sb.agent(&inc.agent).starts() == 0
+            })
+            .filter(|i| self.world.recorded(&self.incs[*i].name))
+            .collect();
+        if unstarted.is_empty() {
+            return;
+        }
+        // A `new-session` the supervisor had just forked goes on without it: give its wrapper time to log it.
+        std::thread::sleep(Duration::from_millis(300));
+        for index in unstarted {
+            let name = self.incs[index].name.clone();
+            if self.world.intent_without_pane(&name, pid) {
+                self.incs[index].intent_without_pane();
+                self.report.count_event("kickoff lost: supervisor killed between the intent and new-session");
+                self.truth(format!("{name}: the killed supervisor recorded its start and never ran new-session"));
+            }
+        }
+    }
+
+    /// Restarts a supervisor that died, except while a kill armed at a spawn waits for its pane kill.
+    fn tend_supervisor(&mut self) {
+        if !self.watch_spawn_kill() {
+            self.world.keep_supervisor(SUPERVISOR_PAUSE);
+        }
+    }
+
+    /// Drives the kill armed at a spawn; true while the supervisor must stay down. Once the wrapper fired (the
+    /// supervisor died right after this session's `new-session`) and the agent has started, the pane is killed:
+    /// the next supervisor must find the loss from the spawn intent alone (L-9, L-10). An arm taken back (a
+    /// supervisor restart removes it) or never fired leaves the fate to a plain pane kill later.
+    fn watch_spawn_kill(&mut self) -> bool {
+        let Some(kill) = self.spawn_kill.as_mut() else { return false };
+        if !self.world.fired_for(&kill.prefix) {
+            if !self.world.armed_for(&kill.prefix) || kill.armed.elapsed() > SPAWN_KILL_WAIT {
+                self.world.disarm(&kill.prefix);
+                let line = format!("the kill armed at the spawn of {}* did not fire", kill.prefix);
+                self.spawn_kill = None;
+                self.truth(line);
+            }
+            return false;
+        }
+        let fired = *kill.fired.get_or_insert_with(Instant::now);
+        let planned = kill.planned;
+        let Some(&inc) = self.of_planned.get(&planned) else { return true };
+        let started = self.world.sb.agent(&self.incs[inc].agent).starts() >= 1;
+        if self.world.supervisor_up() || (!started && fired.elapsed() < SPAWN_KILL_WAIT) {
+            return true;
+        }
+        self.spawn_kill = None;
+        let name = self.incs[inc].name.clone();
+        self.world.kill_pane(&name);
+        self.incs[inc].pane_vanished();
+        self.spawn_killed.insert(planned);
+        self.report.count_event("supervisor killed at spawn, then the pane");
+        self.truth(format!("pane kill {name} while no supervisor runs (killed right after its new-session)"));
+        self.pend(inc, "pane kill after a kill at spawn");
+        false
     }
 
     fn add(&mut self, inc: Incarnation, what: &str) -> usize {
@@ -251,12 +378,12 @@ impl Driver {
         let fate = self.plan.sessions[at].fate;
         let (name, agent) = (self.incs[index].name.clone(), self.incs[index].agent.clone());
         let what = match (fate, phase) {
-            (Fate::ExitClean, _) => {
+            (Fate::ExitClean, _) | (Fate::RestartThenExit, 1) => {
                 self.world.exit_agent(&agent, 0);
                 self.incs[index].exit_clean();
                 "exit 0"
             }
-            (Fate::Crash(n), _) | (Fate::CrashThenRm(n), 0) => {
+            (Fate::Crash(n), _) | (Fate::CrashThenRm(n), 0) | (Fate::StopRestartCrash(n), 1) => {
                 self.world.exit_agent(&agent, n);
                 self.incs[index].crash(n);
                 if matches!(fate, Fate::CrashThenRm(_)) {
@@ -264,12 +391,16 @@ impl Driver {
                 }
                 "crash"
             }
-            (Fate::PaneKilled, _) => {
+            (Fate::KilledAtSpawn, _) if self.spawn_killed.contains(&at) => return,
+            (Fate::PaneKilled | Fate::KilledAtSpawn, _) => {
                 self.world.kill_pane(&name);
                 self.incs[index].pane_vanished();
                 "pane kill"
             }
             (Fate::Rm, _) | (Fate::CrashThenRm(_), 1) | (Fate::ReusedAfterRm, 0) => {
+                if fate == Fate::ReusedAfterRm {
+                    self.keep_late_tokens(at, index);
+                }
                 let code = self.world.session(&["rm", &name]);
                 self.expect_zero("rm", &name, code);
                 self.incs[index].rm();
@@ -284,14 +415,90 @@ impl Driver {
                 self.incs[index].stop();
                 "stop"
             }
-            (Fate::ReusedAfterRm, _) => return self.reuse(at, index),
+            (Fate::RestartThenExit, _) => return self.restart_running(at, index),
+            (Fate::StopRestartCrash(_), _) => return self.stop_then_restart(at, index),
+            (Fate::ReusedAfterRm, 1) => return self.reuse(at, index),
+            (Fate::ReusedAfterRm, _) => return self.late_after_new_life(at, index),
             (Fate::RunOn | Fate::CrashThenRm(_), _) => return,
         };
         self.truth(format!("{what} {name} (agent {agent})"));
         self.pend(index, what);
     }
 
-    /// Queues phase `phase` of a two-step fate half a second from now (it also waits for the first phase to settle).
+    /// `restart` of the running leased session (L-11, L-13): its lease stays as it was, a `restart` line, a new
+    /// start; then the agent exits 0.
+    fn restart_running(&mut self, at: usize, index: usize) {
+        let (name, agent) = (self.incs[index].name.clone(), self.incs[index].agent.clone());
+        let (code, out) = self.world.session_out(&["restart", &name]);
+        self.expect_zero("restart", &name, code);
+        if !out.contains("killed") {
+            self.report.wrong.push(format!("restart {name} of a running session printed {:?}", out.trim()));
+        }
+        self.incs[index].restart();
+        self.report.count_event("restart of a running session");
+        self.truth(format!("restart {name} (agent {agent}): {}", out.trim()));
+        self.pend(index, "restart");
+        self.then(at, 1);
+    }
+
+    /// `stop`, then `restart` at once. The supervisor reaps a parked one-shot entry at its next tick, so which came
+    /// first decides the expectation: `restart` says "no longer stopped" only for an entry still listed (then the
+    /// assignment is revived, L-12, and its crash follows), and refuses a name the reap removed. Every other pair
+    /// runs right after a supervisor SIGKILL, so the revival is met however fast the supervisor reaps.
+    fn stop_then_restart(&mut self, at: usize, index: usize) {
+        let (name, agent) = (self.incs[index].name.clone(), self.incs[index].agent.clone());
+        self.stop_restarts += 1;
+        if self.stop_restarts % 2 == 1 && self.world.supervisor_up() {
+            self.kill_supervisor(format!("supervisor SIGKILL before the stop and restart of {name}"));
+        }
+        let code = self.world.session(&["stop", &name]);
+        self.expect_zero("stop", &name, code);
+        let (code, out) = self.world.session_out(&["restart", &name]);
+        let what = if code == 0 && out.contains("no longer stopped") {
+            self.incs[index].stop_before_restart();
+            self.incs[index].restart();
+            self.then(at, 1);
+            "stop, restart (revived)"
+        } else {
+            if code == 0 {
+                self.report.wrong.push(format!("restart {name} after its stop printed {:?}", out.trim()));
+            }
+            self.incs[index].stop();
+            "stop, restart (reaped first)"
+        };
+        self.report.count_event(what);
+        self.truth(format!("{what} {name} (agent {agent}): restart exited {code}: {}", out.trim()));
+        self.pend(index, what);
+    }
+
+    /// Before the `rm` of a name to be reused: its pane's epilogue arguments, from its launch file.
+    fn keep_late_tokens(&mut self, at: usize, index: usize) {
+        let inc = &self.incs[index];
+        let late = self.world.late_tokens(&inc.name).unwrap_or_else(|| {
+            self.report.wrong.push(format!("the launch file of {} has no epilogue `NAME 0 GEN LIFE`", inc.name));
+            Late { lease_gen: inc.lease_gen.clone(), life: inc.lease_gen.clone() }
+        });
+        self.late.insert(at, late);
+    }
+
+    /// The old pane's epilogues once more, now that the name's new life runs: they must change nothing of it.
+    fn late_after_new_life(&mut self, at: usize, index: usize) {
+        let Some(late) = self.late.get(&at).cloned() else { return };
+        let name = self.incs[index].name.clone();
+        match self.world.replay_late(&name, &late, "after the new life started") {
+            Ok(()) => {
+                self.report.count_event("late epilogues after the new life");
+                self.truth(format!(
+                    "late epilogues of gen {} replayed after {name}'s new life started",
+                    late.lease_gen
+                ));
+                self.pend(index, "late epilogues");
+            }
+            Err(why) => self.report.wrong.push(why),
+        }
+    }
+
+    /// Queues phase `phase` of a fate half a second from now (it also waits for the previous phase to settle).
     fn then(&mut self, at: usize, phase: u8) {
         let due = self.started.elapsed() + Duration::from_millis(500);
         self.steps.push((due, Step::Act(at, phase)));
@@ -304,16 +511,18 @@ impl Driver {
         }
     }
 
-    /// The second life of a name, with the old pane's late epilogues (see [`World::reuse`]).
+    /// The second life of a name, with the old pane's late epilogues before its entry exists (see
+    /// [`World::reuse`]); once its pane runs, they arrive once more (phase 2).
     fn reuse(&mut self, at: usize, old: usize) {
-        let (name, agent, old_gen) =
-            (self.incs[old].name.clone(), format!("{}r", self.incs[old].agent), self.incs[old].lease_gen.clone());
-        match self.world.reuse(&name, &agent, &old_gen) {
+        let (name, agent) = (self.incs[old].name.clone(), format!("{}r", self.incs[old].agent));
+        let Some(late) = self.late.get(&at).cloned() else { return };
+        match self.world.reuse(&name, &agent, &late) {
             Ok(new_gen) => {
-                self.truth(format!("reuse {name} gen {new_gen}; late epilogues of gen {old_gen} replayed"));
+                self.truth(format!("reuse {name} gen {new_gen}; late epilogues of gen {} replayed", late.lease_gen));
                 self.incs[old].superseded = true;
                 let inc = self.add(Incarnation::dispatched(&name, &agent, &new_gen), "reuse");
                 self.of_planned.insert(at, inc);
+                self.then(at, 2);
             }
             Err(why) => self.report.wrong.push(why),
         }
@@ -404,7 +613,7 @@ impl Driver {
         if self.pending.is_empty() {
             return;
         }
-        let seen = Seen::now(&self.world, &self.watch);
+        let seen = Seen::now(&self.world, &self.watch, &mut self.kickoff_cache);
         let mut still = Vec::new();
         for pending in std::mem::take(&mut self.pending) {
             let inc = &self.incs[pending.inc];
@@ -422,7 +631,7 @@ impl Driver {
 
     fn settle_everything(&mut self) {
         while !self.pending.is_empty() {
-            self.world.keep_supervisor(SUPERVISOR_PAUSE);
+            self.tend_supervisor();
             self.poll_pending();
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -430,7 +639,7 @@ impl Driver {
 
     /// The final check of every incarnation, the observers' figures, and the truth log on disk.
     fn finish(mut self) -> Report {
-        let seen = Seen::now(&self.world, &self.watch);
+        let seen = Seen::now(&self.world, &self.watch, &mut self.kickoff_cache);
         for inc in &self.incs {
             if seen.matches(inc, &self.incs) {
                 self.report.settled_correctly += 1;
@@ -453,106 +662,6 @@ impl Driver {
         self.report.truth_log = write_truth(&self.options, &self.report.truth);
         self.report
     }
-}
-
-/// One observation of the box: the live set, every lease, the registry keys and the hook log.
-#[derive(Debug)]
-struct Seen {
-    live: BTreeSet<String>,
-    listed: BTreeSet<String>,
-    leases: BTreeMap<String, LeaseState>,
-    /// Per name, its hook-log lines as `(what, how, outcome)`, in order.
-    lines: BTreeMap<String, Vec<(String, String, Option<String>)>>,
-    starts: BTreeMap<String, usize>,
-}
-
-impl Seen {
-    fn now(world: &World, watch: &Watch) -> Self {
-        let sb = &world.sb;
-        let live: BTreeSet<String> = sb.live().into_iter().collect();
-        let listed = registry::read(&sb.registry())
-            .document_or_empty()
-            .map(|d| d.names().map(str::to_owned).collect())
-            .unwrap_or_default();
-        let leases =
-            LeaseDir::new(sb.paths().lease_dir()).list().into_iter().map(|(n, s)| (n.to_string(), s)).collect();
-        let mut lines: BTreeMap<String, Vec<(String, String, Option<String>)>> = BTreeMap::new();
-        for line in watch.lines() {
-            let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
-            let text = |k: &str| v[k].as_str().map(str::to_owned);
-            if let Some(name) = text("name") {
-                let record = (text("what").unwrap_or_default(), text("how").unwrap_or_default(), text("outcome"));
-                lines.entry(name).or_default().push(record);
-            }
-        }
-        Self { live, listed, leases, lines, starts: agent_starts(&sb.root().join("agents")) }
-    }
-
-    /// This incarnation's lease: `None` when there is none of its gen, else its outcome.
-    fn lease_of(&self, inc: &Incarnation) -> Option<Option<String>> {
-        match self.leases.get(&inc.name)? {
-            LeaseState::Present(l) if l.gen_value() == Some(inc.lease_gen.as_str()) => {
-                Some(l.outcome_text().map(str::to_owned))
-            }
-            LeaseState::Unreadable => Some(Some("<unreadable>".into())),
-            _ => None,
-        }
-    }
-
-    /// The end lines of this incarnation: those after its spawn line, up to the next life's spawn line.
-    fn ends_of(&self, inc: &Incarnation, all: &[Incarnation]) -> Vec<(String, Option<String>)> {
-        let life = all.iter().filter(|i| i.name == inc.name).position(|i| std::ptr::eq(i, inc)).unwrap_or(0);
-        let lines = self.lines.get(&inc.name).map(Vec::as_slice).unwrap_or_default();
-        let mut spawns = 0;
-        let mut ends = Vec::new();
-        for (what, how, outcome) in lines {
-            if what == "spawn" {
-                spawns += 1;
-            } else if what == "end" && spawns == life + 1 {
-                ends.push((how.clone(), outcome.clone()));
-            }
-        }
-        ends
-    }
-
-    fn observed(&self, inc: &Incarnation, all: &[Incarnation]) -> Expected {
-        Expected { lease: self.lease_of(inc), ends: self.ends_of(inc, all), listed: self.listed.contains(&inc.name) }
-    }
-
-    fn matches(&self, inc: &Incarnation, all: &[Incarnation]) -> bool {
-        let observed = self.observed(inc, all);
-        let started = self.starts.get(&inc.agent).copied().unwrap_or(0) >= inc.min_starts;
-        if inc.superseded {
-            return observed.lease == inc.expected.lease && observed.ends == inc.expected.ends;
-        }
-        observed == inc.expected && started && self.live.contains(&inc.name) == inc.pane_expected()
-    }
-
-    fn describe(&self, inc: &Incarnation, all: &[Incarnation]) -> String {
-        format!(
-            "expected {:?}, {} starts, pane {}; observed {:?}, {} starts, pane {}",
-            inc.expected,
-            inc.min_starts,
-            inc.pane_expected(),
-            self.observed(inc, all),
-            self.starts.get(&inc.agent).copied().unwrap_or(0),
-            self.live.contains(&inc.name)
-        )
-    }
-}
-
-/// How often each fake agent started: the `<agent>.<k>.argv` records (80 I8).
-fn agent_starts(dir: &std::path::Path) -> BTreeMap<String, usize> {
-    let mut starts = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let file = entry.file_name().to_string_lossy().into_owned();
-        if let Some(stem) = file.strip_suffix(".argv")
-            && let Some((agent, _)) = stem.rsplit_once('.')
-        {
-            *starts.entry(agent.to_owned()).or_insert(0) += 1;
-        }
-    }
-    starts
 }
 
 /// `target/chaos/truth-<seed>-<sessions>.log`: every action with its time, for replaying a failure by hand.

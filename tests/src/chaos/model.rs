@@ -1,6 +1,7 @@
 //! The expected state of every lease incarnation, derived from the spec as the driver acts (20-lease §5/§6,
-//! 30-supervisor §8/§10, 50 §9/§10): what its lease file says, which end lines the hook log holds for it, whether
-//! its entry is listed, and how often its agent has at least started.
+//! 30-supervisor §8/§10, 50 §9/§10, and the life rules of docs/lives.md): what its lease file says, which end and
+//! `restart` lines the hook log holds for it, whether its entry is listed, how often its agent has at least
+//! started, and how many of those starts carried the kickoff prompt.
 
 /// How one incarnation should look right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,6 +10,8 @@ pub struct Expected {
     pub lease: Option<Option<String>>,
     /// The end lines of this life, in order: `(how, outcome)`.
     pub ends: Vec<(String, Option<String>)>,
+    /// The `restart` lines of this life, in order: the outcome each one logged (L-11).
+    pub restarts: Vec<Option<String>>,
     /// The entry is listed (checked only for the newest incarnation of a name).
     pub listed: bool,
 }
@@ -23,6 +26,8 @@ pub struct Incarnation {
     pub expected: Expected,
     /// The agent has started at least this often.
     pub min_starts: usize,
+    /// Starts that carried a prompt: exactly one per assignment, the first (L-10: never sent twice).
+    pub kickoffs: usize,
     /// The pane is a post-mortem shell (the agent crashed and the pane was kept).
     pub post_mortem: bool,
     /// A later incarnation took over the name.
@@ -36,8 +41,9 @@ impl Incarnation {
             name: name.to_owned(),
             agent: agent.to_owned(),
             lease_gen: lease_gen.to_owned(),
-            expected: Expected { lease: Some(None), ends: Vec::new(), listed: true },
+            expected: Expected { lease: Some(None), ends: Vec::new(), restarts: Vec::new(), listed: true },
             min_starts: 1,
+            kickoffs: 1,
             post_mortem: false,
             superseded: false,
         }
@@ -103,6 +109,35 @@ impl Incarnation {
         self.expected.listed = false;
     }
 
+    /// `restart` of a listed entry that is not crashed (L-11/L-12): a `stopped` outcome is taken back (the
+    /// assignment goes on), any other stays; the pane, killed or already gone, is started again without a mark
+    /// (L-13). The `restart` line (with the outcome before) is written when the lease was open or `stopped`: the
+    /// lease crate marks only those (`LeaseDir::record_restart` answers `AlreadySet` for a `vanished` or `died:N`
+    /// lease, and writes no line then), which docs/lives.md L-11 leaves open.
+    pub fn restart(&mut self) {
+        if matches!(self.outcome().as_deref(), None | Some("stopped")) {
+            self.expected.restarts.push(self.outcome());
+        }
+        if let Some(outcome @ Some(_)) = &mut self.expected.lease
+            && outcome.as_deref() == Some("stopped")
+        {
+            *outcome = None;
+        }
+        self.min_starts += 1;
+    }
+
+    /// The supervisor was killed after the intent of the first start and before its `new-session` (L-9, L-10):
+    /// the next one marks the lease `vanished` and starts the agent without the prompt the intent took.
+    pub fn intent_without_pane(&mut self) {
+        self.mark("vanished");
+        self.kickoffs = 0;
+    }
+
+    /// `stop` whose restart came first, before the supervisor reaped the parked entry: only the mark.
+    pub fn stop_before_restart(&mut self) {
+        self.mark("stopped");
+    }
+
     /// True while its pane is up in the model (a running agent or a post-mortem shell).
     pub fn pane_expected(&self) -> bool {
         self.expected.listed
@@ -131,5 +166,23 @@ mod tests {
         crashed.crash(2);
         crashed.server_killed();
         assert_eq!((crashed.expected.lease.clone(), crashed.min_starts), (Some(Some("died:2".to_owned())), 2));
+    }
+
+    #[test]
+    fn a_restart_revives_only_a_stopped_assignment() {
+        let mut revived = Incarnation::dispatched("hook-d-0000", "d", "g");
+        revived.stop_before_restart();
+        revived.restart();
+        revived.crash(5);
+        assert_eq!(revived.expected.restarts, [Some("stopped".to_owned())]);
+        assert_eq!(revived.expected.lease, Some(Some("died:5".to_owned())));
+        assert_eq!(revived.expected.ends, [("died:5".to_owned(), Some("died:5".to_owned()))]);
+        let mut lost = Incarnation::dispatched("hook-e-0000", "e", "g");
+        lost.server_killed();
+        lost.restart();
+        lost.exit_clean();
+        assert!(lost.expected.restarts.is_empty(), "no restart line on a lease that holds an outcome");
+        assert_eq!(lost.expected.ends, [("exited".to_owned(), Some("vanished".to_owned()))]);
+        assert_eq!(lost.min_starts, 3);
     }
 }

@@ -24,21 +24,48 @@ pub enum Fate {
     Stop,
     /// The agent exits with this status, then `rm`.
     CrashThenRm(u32),
-    /// `rm`, then the name is dispatched again, and the old pane's epilogues (`1 G` and `0 G`) arrive late.
+    /// `rm`, then the name is dispatched again, and the old pane's epilogues (`1 G L` and `0 G L`, the old gen and
+    /// life) arrive late: once before the new entry exists, once after the new life's pane runs.
     ReusedAfterRm,
+    /// `agent-box-session restart` of the running leased session (its assignment goes on), then the agent exits 0.
+    RestartThenExit,
+    /// `stop`, `restart` right after it (the assignment is revived, unless the reap won the race), then the revived
+    /// agent exits with this status.
+    StopRestartCrash(u32),
+    /// The supervisor is SIGKILLed right after this session's `new-session`, and the pane is killed while no
+    /// supervisor runs (issue 17 row 6).
+    KilledAtSpawn,
 }
+
+/// One fate of each kind, for the runs large enough to hold them all (so the fixed seed meets every fate).
+const EVERY_FATE: [Fate; 11] = [
+    Fate::RunOn,
+    Fate::ExitClean,
+    Fate::Crash(3),
+    Fate::PaneKilled,
+    Fate::Rm,
+    Fate::Stop,
+    Fate::CrashThenRm(2),
+    Fate::ReusedAfterRm,
+    Fate::RestartThenExit,
+    Fate::StopRestartCrash(4),
+    Fate::KilledAtSpawn,
+];
 
 impl Fate {
     fn draw(rng: &mut StdRng) -> Self {
         match rng.random_range(0..100) {
-            0..15 => Self::RunOn,
-            15..30 => Self::ExitClean,
-            30..44 => Self::Crash(rng.random_range(1..=9)),
-            44..56 => Self::PaneKilled,
-            56..66 => Self::Rm,
-            66..78 => Self::Stop,
-            78..89 => Self::CrashThenRm(rng.random_range(1..=9)),
-            _ => Self::ReusedAfterRm,
+            0..12 => Self::RunOn,
+            12..24 => Self::ExitClean,
+            24..35 => Self::Crash(rng.random_range(1..=9)),
+            35..45 => Self::PaneKilled,
+            45..53 => Self::Rm,
+            53..62 => Self::Stop,
+            62..71 => Self::CrashThenRm(rng.random_range(1..=9)),
+            71..80 => Self::ReusedAfterRm,
+            80..88 => Self::RestartThenExit,
+            88..95 => Self::StopRestartCrash(rng.random_range(1..=9)),
+            _ => Self::KilledAtSpawn,
         }
     }
 
@@ -53,6 +80,9 @@ impl Fate {
             Self::Stop => "stop",
             Self::CrashThenRm(_) => "crash then rm",
             Self::ReusedAfterRm => "name reused after rm",
+            Self::RestartThenExit => "restart then exit 0",
+            Self::StopRestartCrash(_) => "stop, restart, crash",
+            Self::KilledAtSpawn => "supervisor killed at spawn, pane killed",
         }
     }
 }
@@ -89,8 +119,8 @@ pub struct Plan {
 
 impl Plan {
     /// `sessions` dispatches spread over the first 60 % of `duration`, each fate's action due 1 s to 40 % of
-    /// `duration` later; max(2, sessions / 10) supervisor kills (every other one armed at a spawn), one server kill
-    /// and one burst.
+    /// `duration` later (the first sessions get one fate of each kind); max(2, sessions / 10) supervisor kills
+    /// (every other one armed at a spawn), one server kill and one burst.
     pub fn new(seed: u64, sessions: usize, duration: Duration) -> Self {
         let mut rng = StdRng::seed_from_u64(seed);
         let span = duration.as_secs_f64();
@@ -103,10 +133,14 @@ impl Plan {
                 Planned { index, dispatch_at, act_at, fate: Fate::draw(&mut rng), kill_supervisor_at_spawn: false }
             })
             .collect();
+        for (planned, fate) in planned.iter_mut().zip(EVERY_FATE) {
+            planned.fate = fate;
+        }
         // A kill right after a first spawn matters most for a pane that is killed later (30 §2 step 6a), so those
         // sessions are the victims while there are some.
+        // A session of the fate `KilledAtSpawn` arms its own kill.
         let mut victims: Vec<usize> = (0..sessions).filter(|i| planned[*i].fate == Fate::PaneKilled).collect();
-        victims.extend((0..sessions).filter(|i| planned[*i].fate != Fate::PaneKilled));
+        victims.extend((0..sessions).filter(|i| !matches!(planned[*i].fate, Fate::PaneKilled | Fate::KilledAtSpawn)));
         for victim in victims.into_iter().take(kills / 2) {
             planned[victim].kill_supervisor_at_spawn = true;
         }
@@ -132,5 +166,7 @@ mod tests {
         assert_eq!(fates(&a), fates(&b));
         assert_eq!(a.globals.iter().filter(|(_, g)| *g == Global::KillServer).count(), 1);
         assert!(a.sessions.iter().all(|s| s.act_at > s.dispatch_at));
+        let labels: std::collections::BTreeSet<&str> = a.sessions.iter().map(|s| s.fate.label()).collect();
+        assert_eq!(labels.len(), EVERY_FATE.len(), "a run of 30 meets every fate");
     }
 }

@@ -30,6 +30,9 @@ pub struct Report {
     pub kills_at_spawn: usize,
     pub server_kills: usize,
     pub fates: BTreeMap<String, usize>,
+    /// How the fates of issue 17 went (a `stop` whose restart came first or was beaten by the reap, a kill armed at
+    /// a spawn that fired), so a run shows what it exercised.
+    pub events: BTreeMap<String, usize>,
     pub truth: Vec<String>,
     pub truth_log: PathBuf,
     pub elapsed: Duration,
@@ -42,6 +45,10 @@ impl Report {
 
     pub fn count_fate(&mut self, fate: &str) {
         *self.fates.entry(fate.to_owned()).or_insert(0) += 1;
+    }
+
+    pub fn count_event(&mut self, event: &str) {
+        *self.events.entry(event.to_owned()).or_insert(0) += 1;
     }
 
     /// 0 wrong, 0 invalid samples, no hook-log line missed, every refused batch clean.
@@ -70,6 +77,8 @@ impl fmt::Display for Report {
         writeln!(f, "chaos: seed {}, {} sessions over {:.0} s", self.seed, self.sessions, self.duration.as_secs_f64())?;
         let fates: Vec<String> = self.fates.iter().map(|(k, v)| format!("{k} {v}")).collect();
         writeln!(f, "fates:                    {}", fates.join(", "))?;
+        let events: Vec<String> = self.events.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        writeln!(f, "lives:                    {}", events.join(", "))?;
         writeln!(f, "dispatched:               {}", self.dispatched)?;
         writeln!(f, "settled correctly:        {}", self.settled_correctly)?;
         writeln!(f, "wrong:                    {}", self.wrong.len())?;

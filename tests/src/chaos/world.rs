@@ -1,6 +1,7 @@
 //! The private world of a chaos run: a slot sandbox (real baked epilogue) under umask 022, the real supervisor
 //! behind a tmux wrapper that logs every call and, when armed, SIGKILLs the supervisor right after its next
-//! `new-session`, fake agents that poll their control file, and a hook log filled close to its trim bound.
+//! `new-session` (of any session, or of one name prefix), fake agents that poll their control file, and a hook log
+//! filled close to its trim bound.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -52,9 +53,33 @@ impl World {
         self.sb.root().join("kill-supervisor-at-next-spawn")
     }
 
-    /// Arms the wrapper: the supervisor dies right after its next successful `new-session`.
-    pub fn arm_kill_at_spawn(&mut self) {
-        fs::write(self.trigger(), b"").unwrap();
+    /// Arms the wrapper: the supervisor dies right after its next successful `new-session` of a name starting with
+    /// `prefix` (any name when empty). False when it is armed already: one armed kill at a time, so an arm is
+    /// never silently replaced by another.
+    pub fn arm_kill_at_spawn(&mut self, prefix: &str) -> bool {
+        let fired = self.trigger().with_extension("fired");
+        if self.trigger().exists() || fired.exists() {
+            return false;
+        }
+        fs::write(self.trigger(), prefix).unwrap();
+        true
+    }
+
+    /// The kill armed for `prefix` has fired (the wrapper renamed the trigger before its SIGKILL).
+    pub fn fired_for(&self, prefix: &str) -> bool {
+        fs::read_to_string(self.trigger().with_extension("fired")).is_ok_and(|p| p == prefix)
+    }
+
+    /// The kill armed for `prefix` is still waiting for its `new-session`.
+    pub fn armed_for(&self, prefix: &str) -> bool {
+        fs::read_to_string(self.trigger()).is_ok_and(|p| p == prefix)
+    }
+
+    /// Takes back the kill armed for `prefix`, if it has not fired.
+    pub fn disarm(&self, prefix: &str) {
+        if self.armed_for(prefix) {
+            let _ = fs::remove_file(self.trigger());
+        }
     }
 
     pub fn kill_supervisor(&mut self) {
@@ -79,6 +104,23 @@ impl World {
             }
             self.supervisor = Some(self.sb.start_supervisor());
         }
+    }
+
+    /// The pid of the supervisor last started.
+    pub fn supervisor_pid(&self) -> Option<u32> {
+        self.supervisor
+    }
+
+    /// After supervisor `pid` died: `name`'s side file records a launch, but `pid` never called `new-session`
+    /// for it (the wrapper logs every call with its caller) and no pane of it is up: the intent of a start whose
+    /// pane never existed, if `pid` wrote that record (the caller asks only for names no agent started for).
+    pub fn intent_without_pane(&self, name: &str, pid: u32) -> bool {
+        let calls = fs::read_to_string(self.sb.root().join("tmux.log")).unwrap_or_default();
+        let (caller, session) = (format!("{pid} "), format!(" {name} "));
+        let spawned = calls
+            .lines()
+            .any(|l| l.starts_with(&caller) && l.contains(" new-session ") && format!("{l} ").contains(&session));
+        self.recorded(name) && !spawned && !self.sb.live().iter().any(|n| n == name)
     }
 
     /// True when a supervisor process is running.
@@ -118,9 +160,17 @@ impl World {
 
     /// Runs an `agent-box-session` verb; its exit code.
     pub fn session(&self, args: &[&str]) -> i32 {
+        self.session_out(args).0
+    }
+
+    /// Runs an `agent-box-session` verb; its exit code and its stdout.
+    pub fn session_out(&self, args: &[&str]) -> (i32, String) {
         let mut cmd = self.sb.cmd("agent-box-session");
-        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        cmd.status().ok().and_then(|s| s.code()).unwrap_or(-1)
+        cmd.args(args).stdin(Stdio::null()).stderr(Stdio::null());
+        match cmd.output() {
+            Ok(out) => (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned()),
+            Err(_) => (-1, String::new()),
+        }
     }
 
     pub fn kill_pane(&self, name: &str) {
@@ -132,34 +182,38 @@ impl World {
         self.sb.agent(agent).control(&format!("exit-now {status}"));
     }
 
-    /// A second life of `name`, made the way webhook-spawn makes one (lease first, then the entry, then the spawn
-    /// line), with the old pane's epilogues `1 G` and `0 G` arriving between the lease and the entry. Returns the
-    /// new gen, or why the late epilogues touched something.
-    pub fn reuse(&self, name: &str, agent: &str, old_gen: &str) -> Result<String, String> {
+    /// The GEN and LIFE of the epilogue in `name`'s launch file (`… NAME 0 GEN LIFE; …`): what its pane would
+    /// report, late, once the name is gone.
+    pub fn late_tokens(&self, name: &str) -> Option<Late> {
+        let script = fs::read_to_string(self.sb.launch_file(name)).ok()?;
+        let rest = &script[script.find(&format!(" {name} 0 "))? + name.len() + 4..];
+        let words: Vec<String> =
+            rest[..rest.find(';')?].split_whitespace().map(|w| w.trim_matches('\'').to_owned()).collect();
+        match words.as_slice() {
+            [lease_gen, life] => Some(Late { lease_gen: lease_gen.clone(), life: life.clone() }),
+            _ => None,
+        }
+    }
+
+    /// A second life of `name`, made the way webhook-spawn makes one (its lease's gen is the entry's life; lease
+    /// first, then the entry, then the spawn line), with the old pane's late epilogues arriving between the lease
+    /// and the entry. Returns the new gen, or why the late epilogues touched something.
+    pub fn reuse(&self, name: &str, agent: &str, late: &Late) -> Result<String, String> {
         let key = SessionName::parse(name).unwrap();
         let paths = self.sb.paths();
         let leases = lease::LeaseDir::new(paths.lease_dir());
         let log = lease::HookLog::new(paths.hook_log());
-        let new_gen = leases.create(&key, "github:chaos/reused", Some("1"), Some(&log)).map_err(|e| e.to_string())?;
-        // Other sessions log meanwhile; only this name's lines and its lease must stay as they were.
-        let own_lines = || {
-            let text = fs::read_to_string(paths.hook_log()).unwrap_or_default();
-            let needle = format!("\"name\":\"{name}\"");
-            text.lines().filter(|l| l.contains(&needle)).map(str::to_owned).collect::<Vec<_>>()
-        };
-        let before = (fs::read(leases.lease_path(&key)).ok(), own_lines());
-        for status in ["1", "0"] {
-            let mut late = Command::new(self.sb.epilogue());
-            late.args([name, status, old_gen]).env_clear().stdin(Stdio::null());
-            let _ = late.output();
-        }
-        let after = (fs::read(leases.lease_path(&key)).ok(), own_lines());
-        // A trim may drop old lines meanwhile; what matters is that no line of this name appeared.
-        if before.0 != after.0 || after.1.iter().any(|l| !before.1.contains(l)) {
-            return Err(format!("a late epilogue of gen {old_gen} changed the lease or the log of {name}"));
-        }
+        let new_gen = leases
+            .create_with_gen(&key, "github:chaos/reused", Some("1"), lease::Gen::random(), Some(&log))
+            .map_err(|e| e.to_string())?;
+        self.replay_late(name, late, "before the new entry existed")?;
         self.sb.agent(agent).control("poll");
-        let entry = crate::fixtures::tool(serde_json::json!({"ephemeral": true, "extraArgs": ["--as", agent]}));
+        let entry = crate::fixtures::tool(serde_json::json!({
+            "ephemeral": true,
+            "extraArgs": ["--as", agent],
+            "initialPrompt": format!("[chaos] reused {name}"),
+            "life": new_gen.as_str(),
+        }));
         self.sb.add_entry(name, entry);
         let record = lease::SpawnRecord {
             name: &key,
@@ -170,6 +224,40 @@ impl World {
         };
         let _ = log.append_spawn(&record);
         Ok(new_gen.to_string())
+    }
+
+    /// Runs the old pane's epilogues `NAME 1 GEN LIFE` and `NAME 0 GEN LIFE` now, and checks they changed nothing
+    /// of what the name holds (L-6, L-7): its registry entry, its lease (but the supervisor's heartbeat), and its
+    /// hook-log lines. `when` says when in the new life they ran.
+    pub fn replay_late(&self, name: &str, late: &Late, when: &str) -> Result<(), String> {
+        let before = self.held_by(name);
+        for status in ["1", "0"] {
+            let mut cmd = Command::new(self.sb.epilogue());
+            cmd.args([name, status, &late.lease_gen, &late.life]).env_clear().stdin(Stdio::null());
+            let _ = cmd.output();
+        }
+        let after = self.held_by(name);
+        // A trim may drop old lines meanwhile; what matters is that no line of this name appeared.
+        let new_line = after.2.iter().find(|l| !before.2.contains(l));
+        if before.0 != after.0 || before.1 != after.1 || new_line.is_some() {
+            return Err(format!(
+                "late epilogues of gen {} life {} {when} changed {name}: entry {:?} -> {:?}, lease {:?} -> {:?}, new line {new_line:?}",
+                late.lease_gen, late.life, before.0, after.0, before.1, after.1
+            ));
+        }
+        Ok(())
+    }
+
+    /// What a late epilogue must leave alone: the entry, the lease without its heartbeat, the name's log lines.
+    fn held_by(&self, name: &str) -> (Option<Value>, Option<Value>, Vec<String>) {
+        let mut lease = self.sb.lease(name);
+        if let Some(Value::Object(fields)) = &mut lease {
+            fields.remove("lastSeenAt");
+        }
+        let text = fs::read_to_string(self.sb.paths().hook_log()).unwrap_or_default();
+        let needle = format!("\"name\":\"{name}\"");
+        let lines = text.lines().filter(|l| l.contains(&needle)).map(str::to_owned).collect();
+        (self.sb.entry(name), lease, lines)
     }
 
     /// `{"used": U, "max": M}` of `agent-box-session capacity`: the used count.
@@ -186,14 +274,22 @@ impl World {
     }
 }
 
+/// The GEN and LIFE arguments of an old pane's epilogue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Late {
+    pub lease_gen: String,
+    pub life: String,
+}
+
 /// The counting wrapper of 80 I10, which also SIGKILLs its caller after a successful `new-session` while the
-/// trigger file exists (claimed with one atomic rename, so it fires once).
+/// trigger file exists and the call names a session starting with the prefix the file holds (any session when it
+/// is empty); claimed with one atomic rename, so it fires once.
 fn chaos_tmux(sb: &mut Sandbox) {
     let real = PathBuf::from(sb.env_var("AGENT_BOX_TMUX_BIN").unwrap());
     let wrapper = sb.root().join("bin/tmux-chaos");
     let trigger = sb.root().join("kill-supervisor-at-next-spawn");
     let text = format!(
-        "#!/bin/sh\nprintf '%s %s\\n' \"$PPID\" \"$*\" >> '{log}'\n'{real}' \"$@\"; s=$?\ncase \" $* \" in *\" new-session \"*) [ \"$s\" -eq 0 ] && mv '{t}' '{fired}' 2>/dev/null && kill -KILL \"$PPID\" ;; esac\nexit $s\n",
+        "#!/bin/sh\nprintf '%s %s\\n' \"$PPID\" \"$*\" >> '{log}'\n'{real}' \"$@\"; s=$?\ncase \" $* \" in *\" new-session \"*) if [ \"$s\" -eq 0 ] && [ -e '{t}' ]; then p=$(cat '{t}' 2>/dev/null); case \" $* \" in *\" $p\"*) mv '{t}' '{fired}' 2>/dev/null && kill -KILL \"$PPID\" ;; esac; fi ;; esac\nexit $s\n",
         log = sb.root().join("tmux.log").display(),
         real = real.display(),
         t = trigger.display(),
