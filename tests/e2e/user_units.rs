@@ -1,10 +1,11 @@
 //! The installed user units under a real systemd user manager (issue 18; 75-upgrades UP-2.4), when the test is
-//! root (a `SKIP` line otherwise): a test account gets a manager of its own (`agent_box_tests::user_manager`), agent-box
-//! is installed for it as README's "Install without Nix" says, both units are enabled and started, five sessions are
-//! added and two dispatched; then a restart of the supervisor's unit, a `kill -9` of its main process and a
-//! re-install (upgrade) each end no session, change no agent pid and write no lease outcome; a restart of the tmux
-//! unit ends every session, the leased ones read `vanished`, and all come back once; stopping both units leaves no
-//! process of the user, and the uninstall leaves no unit. `--nocapture` shows the timings the issue asks for.
+//! root (a `SKIP` line otherwise): a test account gets a manager of its own (`agent_box_tests::user_manager`),
+//! agent-box is installed for it as README's "Install without Nix" says, both units are enabled and started, five
+//! sessions are added and two dispatched; then a restart of the supervisor's unit, a `kill -9` of its main process
+//! and a re-install (upgrade) each end no session, change no agent pid and write no lease outcome (UP02 under the
+//! real manager); a restart of the tmux unit ends every session, the leased ones read `vanished`, and all come back
+//! once (UP04); stopping both units leaves no process of the user, and the uninstall leaves no unit. About 25 s;
+//! `--nocapture` shows the timings the issue asks for.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -33,11 +34,11 @@ struct Running {
 }
 
 #[test]
-fn sd01_the_installed_user_units_hold_under_a_real_systemd_user_manager() {
+fn up02_up04_the_installed_user_units_hold_under_a_real_systemd_user_manager() {
     let manager = match UserManager::start() {
         Ok(manager) => manager,
         Err(Skip(why)) => {
-            println!("SKIP sd01: {why}");
+            println!("SKIP user_units: {why}");
             return;
         }
     };
@@ -56,8 +57,8 @@ fn sd01_the_installed_user_units_hold_under_a_real_systemd_user_manager() {
     world.stop_both_leaves_no_process();
     world.uninstall();
     println!(
-        "sd01 timings: restart → first tick {}; kill -9 → first tick {}; re-install + restart → first tick {}; \
-         tmux unit restart → all {} sessions back {}",
+        "user_units timings: restart → first tick {}; kill -9 → first tick {}; \
+         re-install + restart → first tick {}; tmux unit restart → all {} sessions back {}",
         secs(restart),
         secs(killed),
         secs(upgrade),
@@ -81,10 +82,13 @@ impl World {
     fn dump(&self) -> String {
         let properties = "ActiveState,SubState,Result,MainPID,NRestarts,ExecMainStatus";
         let status = self.manager.systemctl(&["show", "-p", properties, UNIT_NAME, TMUX_UNIT_NAME]);
+        let ls = self.installed.command(&self.manager, "agent-box-session", &[]).arg("ls").output().unwrap();
         format!(
-            "systemctl --user show {UNIT_NAME} {TMUX_UNIT_NAME}:\n{}\nlive: {:?}\nprocesses of the user:\n{}\nsupervisor log:\n{}\nmanager log:\n{}",
+            "systemctl --user show {UNIT_NAME} {TMUX_UNIT_NAME}:\n{}\nagent-box-session ls:\n{}{}\n\
+             processes of the user:\n{}\nsupervisor log:\n{}\nmanager log:\n{}",
             String::from_utf8_lossy(&status.stdout),
-            self.installed.live(&self.manager),
+            String::from_utf8_lossy(&ls.stdout),
+            String::from_utf8_lossy(&ls.stderr),
             self.manager.user_processes().join("\n"),
             self.installed.supervisor_log(),
             self.manager.manager_log()
@@ -155,9 +159,9 @@ impl World {
             let lease = self.installed.lease(name).unwrap_or_else(|| panic!("no lease for {name}"));
             assert!(lease.get("outcome").is_none_or(Value::is_null), "{name}: {lease}");
         }
-        let mut live = self.installed.live(&self.manager);
-        live.sort();
-        assert_eq!(live, names, "tmux lists exactly the registry");
+        let ls = self.installed.ls(&self.manager);
+        assert_eq!(ls["supervisor"], json!("running"), "{ls}");
+        assert_eq!(self.installed.live(&self.manager), names, "ls shows exactly the registry live: {ls}");
         Running { agents, leased }
     }
 }
@@ -189,8 +193,7 @@ impl World {
                 self.dump()
             );
         }
-        let mut live = self.installed.live(&self.manager);
-        live.sort();
+        let live = self.installed.live(&self.manager);
         assert_eq!(live, running.agents.keys().cloned().collect::<Vec<_>>(), "{what}: every session is live");
         for name in &running.leased {
             let lease = self.installed.lease(name).unwrap();
@@ -235,6 +238,8 @@ impl World {
             assert_eq!(agent.starts(), 2, "{name} came back once\n{}", self.dump());
             assert_eq!(cgroup::unified_cgroup_of(agent.pid(2)).as_deref(), Some(tmux_cgroup.as_str()), "{name}");
         }
+        let all: Vec<String> = running.agents.keys().cloned().collect();
+        assert_eq!(self.installed.live(&self.manager), all, "every session is live again\n{}", self.dump());
         let log = self.installed.supervisor_log();
         for name in &running.leased {
             assert_eq!(self.installed.lease(name).unwrap()["outcome"], json!("vanished"), "{name}\n{log}");

@@ -122,13 +122,25 @@ impl Installed {
         self.paths.registry()
     }
 
-    /// The names tmux lists on the tmux unit's server (empty when it is down), asked as the user.
+    /// `agent-box-session ls --json` as the user (the operator's own view: what tmux runs, through the tmux crate).
+    pub fn ls(&self, manager: &UserManager) -> Value {
+        let out = self.command(manager, "agent-box-session", &[]).args(["ls", "--json"]).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("agent-box-session ls --json: {e} ({}): {}", out.status, String::from_utf8_lossy(&out.stderr))
+        })
+    }
+
+    /// The sessions `ls` reports live, sorted.
     pub fn live(&self, manager: &UserManager) -> Vec<String> {
-        let tmpdir = format!("TMUX_TMPDIR={}/agent-box", manager.runtime_dir().display());
-        let mut cmd = manager.as_user("env");
-        cmd.arg(tmpdir).args(["/usr/bin/tmux", "-L", "agent-box", "list-sessions", "-F", "#{session_name}"]);
-        let out = cmd.output().unwrap();
-        String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+        let ls = self.ls(manager);
+        let sessions = ls["sessions"].as_array().cloned().unwrap_or_default();
+        let mut live: Vec<String> = sessions
+            .iter()
+            .filter(|s| s["state"] == "live")
+            .filter_map(|s| s["name"].as_str().map(str::to_owned))
+            .collect();
+        live.sort();
+        live
     }
 
     /// What fake harness session `name` recorded (the fake agent names itself after its tmux session).
