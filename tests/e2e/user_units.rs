@@ -234,6 +234,8 @@ impl World {
         assert_ne!(self.manager.main_pid(TMUX_UNIT_NAME), server, "a new server");
         let tmux_cgroup = self.manager.property(TMUX_UNIT_NAME, "ControlGroup");
         for name in &names {
+            let (pid, started) = running.agents[*name];
+            assert_ne!(start_time(pid), Some(started), "{name}'s first agent (pid {pid}) ended with the server");
             let agent = self.installed.agent(name);
             assert_eq!(agent.starts(), 2, "{name} came back once\n{}", self.dump());
             assert_eq!(cgroup::unified_cgroup_of(agent.pid(2)).as_deref(), Some(tmux_cgroup.as_str()), "{name}");
