@@ -13,4 +13,5 @@ mod security;
 mod supervisor;
 mod tidy;
 mod upgrade;
+mod user_units;
 mod webhook;

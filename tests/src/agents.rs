@@ -106,6 +106,11 @@ impl AgentRecords {
         fs::read_to_string(self.file(k, "pid")).unwrap().trim().parse().unwrap()
     }
 
+    /// When start `k` began recording (the modification time of its argv record, the first one it writes), if it did.
+    pub fn started_at(&self, k: usize) -> Option<std::time::SystemTime> {
+        fs::metadata(self.file(k, "argv")).ok()?.modified().ok()
+    }
+
     /// Makes the next starts obey `command`: `run`, `exit N`, `exit-after S N`, or `poll` (re-read the control
     /// file every second, so a later `exit-now N` ends that running start).
     pub fn control(&self, command: &str) {

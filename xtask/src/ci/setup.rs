@@ -27,12 +27,13 @@ const TMUX: Tool = Tool { program: "tmux", version_arg: "-V", package: "tmux", n
 const NIX_INSTANTIATE: Tool =
     Tool { program: "nix-instantiate", version_arg: "--version", package: "nix-bin", needed_by: "the nix step" };
 
-/// Optional: the install test verifies the user unit with it, and skips with a `SKIP` line when it is absent.
+/// Optional: the install test verifies the user units with it, and the same package brings the `systemd --user`
+/// and `systemctl` that the user-units test runs a real user manager with; both skip with a `SKIP` line without it.
 const SYSTEMD_ANALYZE: Tool = Tool {
     program: "systemd-analyze",
     version_arg: "--version",
     package: "systemd",
-    needed_by: "the install test (systemd-analyze verify of the user unit)",
+    needed_by: "the install tests (systemd-analyze verify of the user units, a real systemd user manager)",
 };
 
 /// Runs the setup step: tmux and nix-instantiate, both always needed (the repository has `.nix` files), and
@@ -42,7 +43,7 @@ pub fn run() -> StepResult {
     let mut ok = ensure(&TMUX, &mut apt);
     ok &= ensure(&NIX_INSTANTIATE, &mut apt);
     if !ensure(&SYSTEMD_ANALYZE, &mut apt) {
-        println!("SKIP: systemd-analyze stays missing; the unit verification test will skip");
+        println!("SKIP: systemd stays missing; the unit verification and user-manager tests will skip");
     }
     if ok { Ok(()) } else { Err(Failed(exit::SETUP.into())) }
 }
