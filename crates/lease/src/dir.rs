@@ -11,7 +11,7 @@ use registry::{Document, SessionName, time, with_file_lock};
 use serde_json::{Map, Value};
 
 use crate::error::LeaseError;
-use crate::hooklog::{HookLog, canonical_object};
+use crate::hooklog::{HookLog, SpawnRecord, canonical_object};
 use crate::model::{Changed, EndHow, Expect, Gen, Lease, LeaseState, Outcome};
 
 /// Lock bound of the lease directory (OV-5.5).
@@ -181,7 +181,17 @@ impl LeaseDir {
         log: Option<&HookLog>,
     ) -> Result<Gen, LeaseError> {
         registry::ensure_private_dir(&self.dir).map_err(|e| LeaseError::io(&self.dir, e))?;
-        self.locked(|| self.create_locked(name, topic, object, new_gen, log))
+        self.locked(|| self.create_locked(name, topic, object, new_gen, log.map(|log| (log, None))))
+    }
+
+    /// webhook-spawn's create (issue 18): in one step under the lease lock, the `swept` record of an older lease of
+    /// the name, then `spawn` (durable), then the lease, so every lease has its spawn record after any crash; a
+    /// lease that cannot be written gets a `refused` end record after its spawn record. A busy lease lock writes
+    /// nothing at all.
+    pub fn create_with_spawn(&self, spawn: &SpawnRecord<'_>, new_gen: Gen, log: &HookLog) -> Result<Gen, LeaseError> {
+        registry::ensure_private_dir(&self.dir).map_err(|e| LeaseError::io(&self.dir, e))?;
+        let (name, topic, object) = (spawn.name, spawn.topic, spawn.object);
+        self.locked(|| self.create_locked(name, topic, object, new_gen, Some((log, Some(spawn)))))
     }
 
     fn create_locked(
@@ -190,8 +200,10 @@ impl LeaseDir {
         topic: &str,
         object: Option<&str>,
         new_gen: Gen,
-        log: Option<&HookLog>,
+        log: Option<(&HookLog, Option<&SpawnRecord<'_>>)>,
     ) -> Result<Gen, LeaseError> {
+        let spawn = log.and_then(|(log, spawn)| Some((log, spawn?)));
+        let log = log.map(|(log, _)| log);
         if let (Some(log), true) = (log, name.is_hook()) {
             match self.find(name) {
                 Found::Absent => {}
@@ -207,7 +219,15 @@ impl LeaseDir {
         map.insert("gen".into(), Value::from(new_gen.as_str()));
         map.insert("outcome".into(), Value::Null);
         map.insert("lastSeenAt".into(), Value::Null);
-        self.write(name, &Lease::from_map(map))?;
+        if let Some((log, record)) = spawn {
+            drop(log.append_spawn(record));
+        }
+        if let Err(err) = self.write(name, &Lease::from_map(map)) {
+            if let Some((log, _)) = spawn {
+                drop(log.append_end(name, &EndHow::Refused, None));
+            }
+            return Err(err);
+        }
         Ok(new_gen)
     }
 

@@ -239,32 +239,24 @@ fn build_entry(plan: &Plan, prompt: &str, life: &str) -> serde_json::Map<String,
     })
 }
 
-/// Steps 13–14, before the insert (LS-5.1), in the order that keeps the hook log an audit trail across a power
-/// loss (issue 18 item 2; each append is durable): an older life's lease left under this name is settled first
-/// (`swept`), then the spawn record, then the lease, whose gen is the entry's life token (issue 17). So every lease
-/// has its spawn record before it exists. A lease that cannot be created defers the batch (issue 18 item 3):
-/// accepted work the box does not track could be lost without a trace, which is what the lease exists to prevent;
-/// the receiver keeps the batch and retries, and the spawn record gets a `refused` end record.
+/// Steps 13–14, before the insert (LS-5.1), in one step under the lease lock that keeps the hook log an audit
+/// trail across a power loss (issue 18 item 2; each append is durable): an older life's lease left under this name
+/// is settled (`swept`), then the spawn record, then the lease, whose gen is the entry's life token (issue 17), so
+/// every lease has its spawn record before it exists. A lease that cannot be created defers the batch (issue 18
+/// item 3): accepted work the box does not track could be lost without a trace, which is what the lease exists to
+/// prevent; the receiver keeps the batch and retries. A busy lease lock writes nothing; a failed lease write leaves
+/// its spawn record a `refused` end record.
 fn record_assignment(ctx: &Context, name: &SessionName, plan: &Plan, life: &lease::Gen) -> Result<(), Refusal> {
     let log = HookLog::new(ctx.paths.hook_log());
     let leases = LeaseDir::new(ctx.paths.lease_dir());
-    // The hook log never creates a directory: the lease directory (and the state directory above it) exists first.
-    registry::ensure_private_dir(leases.path()).map_err(|err| {
-        Refusal::because(messages::lease_failed(
-            name.as_str(),
-            &format!("cannot create {}: {err}", leases.path().display()),
-        ))
-    })?;
-    let _ = leases.finish(name, &EndHow::Swept, &lease::Expect::Any, Some(&log));
     let own = plan.batch.own();
     let object = plan.meta.as_ref().and_then(|m| m.number).map(|n| n.to_string());
     let record =
         SpawnRecord { name, topic: &own, event: &plan.batch.event, object: object.as_deref(), count: plan.batch.count };
-    let _ = log.append_spawn(&record);
-    leases.create_with_gen(name, &own, object.as_deref(), life.clone(), Some(&log)).map(drop).map_err(|err| {
-        let _ = log.append_end(name, &EndHow::Refused, None);
-        Refusal::because(messages::lease_failed(name.as_str(), &err.to_string()))
-    })
+    leases
+        .create_with_spawn(&record, life.clone(), &log)
+        .map(drop)
+        .map_err(|err| Refusal::because(messages::lease_failed(name.as_str(), &err.to_string())))
 }
 
 /// §8.4: the refusal record, then the deferral (its cause, W19 when the record failed, W9; exit 75).
