@@ -2,7 +2,7 @@
 //! after an earlier one failed, so a formatting slip cannot hide a test failure (CI-2.3).
 
 pub mod nix;
-mod setup;
+pub(crate) mod setup;
 
 use std::time::Instant;
 

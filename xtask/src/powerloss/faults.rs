@@ -1,0 +1,111 @@
+//! The power losses a round can end with, and the seeded choice among them: `clear-cache` after the writers were
+//! killed, or LazyFS killing itself (`lazyfs::crash`) at one of the syscalls where a missing or misplaced fsync
+//! would show. LazyFS matches the regexes against the backing path of the file.
+
+use rand::RngExt;
+use rand::rngs::StdRng;
+
+/// One way to lose power.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Writers SIGKILLed, then every write not made durable dropped.
+    ClearCache,
+    /// LazyFS dies at the first matching syscall, whatever the writers are doing.
+    Crash(CrashPoint),
+}
+
+/// The syscalls a crash is armed at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashPoint {
+    BeforeRegistryTempFsync,
+    AfterRegistryTempFsync,
+    AfterRenameOntoRegistry,
+    BeforeLeaseFsync,
+    BeforeHookLogWrite,
+    AfterHookLogWrite,
+}
+
+pub const CRASH_POINTS: [CrashPoint; 6] = [
+    CrashPoint::BeforeRegistryTempFsync,
+    CrashPoint::AfterRegistryTempFsync,
+    CrashPoint::AfterRenameOntoRegistry,
+    CrashPoint::BeforeLeaseFsync,
+    CrashPoint::BeforeHookLogWrite,
+    CrashPoint::AfterHookLogWrite,
+];
+
+/// The registry's temp files are `sessions.json.tmp-XXXXXXXX` (and never the hook log's `…jsonl.tmp-…`).
+const REGISTRY_TEMP: &str = r"/sessions\.json\.tmp-";
+const LEASE_TEMP: &str = r"/lease/[^/]*\.json\.tmp-";
+const HOOK_LOG: &str = r"/hook-sessions\.jsonl$";
+
+impl CrashPoint {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::BeforeRegistryTempFsync => "before the fsync of a registry temp",
+            Self::AfterRegistryTempFsync => "after the fsync of a registry temp",
+            Self::AfterRenameOntoRegistry => "after the rename onto sessions.json",
+            Self::BeforeLeaseFsync => "before a lease fsync",
+            Self::BeforeHookLogWrite => "before a hook-log write",
+            Self::AfterHookLogWrite => "after a hook-log write",
+        }
+    }
+
+    /// The FIFO command that arms it.
+    pub fn command(self) -> String {
+        let (timing, op, filter) = match self {
+            Self::BeforeRegistryTempFsync => ("before", "fsync", format!("from_rgx={REGISTRY_TEMP}")),
+            Self::AfterRegistryTempFsync => ("after", "fsync", format!("from_rgx={REGISTRY_TEMP}")),
+            // A rename needs the target filter (vendor README).
+            Self::AfterRenameOntoRegistry => ("after", "rename", r"to_rgx=/sessions\.json$".to_owned()),
+            Self::BeforeLeaseFsync => ("before", "fsync", format!("from_rgx={LEASE_TEMP}")),
+            Self::BeforeHookLogWrite => ("before", "write", format!("from_rgx={HOOK_LOG}")),
+            Self::AfterHookLogWrite => ("after", "write", format!("from_rgx={HOOK_LOG}")),
+        };
+        format!("lazyfs::crash::timing={timing}::op={op}::{filter}")
+    }
+}
+
+impl Fault {
+    /// A third of the rounds clear the cache; the rest crash at a point chosen uniformly.
+    pub fn choose(rng: &mut StdRng) -> Self {
+        if rng.random_range(0..3) == 0 {
+            Self::ClearCache
+        } else {
+            Self::Crash(CRASH_POINTS[rng.random_range(0..CRASH_POINTS.len())])
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::ClearCache => "clear-cache after killing the writers",
+            Self::Crash(point) => point.label(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_follow_the_fifo_syntax() {
+        assert_eq!(
+            CrashPoint::AfterRenameOntoRegistry.command(),
+            r"lazyfs::crash::timing=after::op=rename::to_rgx=/sessions\.json$"
+        );
+        assert_eq!(
+            CrashPoint::BeforeRegistryTempFsync.command(),
+            r"lazyfs::crash::timing=before::op=fsync::from_rgx=/sessions\.json\.tmp-"
+        );
+        for point in CRASH_POINTS {
+            assert!(!point.command()["lazyfs::crash::".len()..].contains(":::"), "{point:?}");
+        }
+    }
+
+    #[test]
+    fn the_registry_temp_regex_cannot_match_the_hook_log_temp() {
+        // `hook-sessions.jsonl.tmp-…` has an `l` after `json`; a lazy regex would crash at the wrong file.
+        assert!(!"/x/hook-sessions.jsonl.tmp-abcdefgh".contains("/sessions.json.tmp-"));
+    }
+}
