@@ -19,6 +19,8 @@ use super::writers::{RMW_LOOPS, SHARED_KEY, epilogue_field_holds};
 pub struct Findings {
     pub acknowledged: BTreeMap<Kind, u64>,
     pub lost: BTreeMap<Kind, u64>,
+    /// One line per lost update (the rmw loops: one line for all of them).
+    pub lost_lines: Vec<String>,
     /// One line per unreadable or inconsistent file.
     pub corrupt: Vec<String>,
     /// One line per broken promise of item 2.
@@ -28,9 +30,10 @@ pub struct Findings {
 }
 
 impl Findings {
-    fn lose(&mut self, kind: Kind, n: u64) {
+    fn lose(&mut self, kind: Kind, n: u64, what: impl FnOnce() -> String) {
         if n > 0 {
             *self.lost.entry(kind).or_default() += n;
+            self.lost_lines.push(format!("lost ({}): {}", kind.label(), what()));
         }
     }
 }
@@ -65,7 +68,10 @@ fn check_rmw(doc: &Document, ledger: &Ledger, found: &mut Findings) {
     let own: Vec<u64> = (0..RMW_LOOPS).map(|i| count(doc, &format!("pl-own-{i}"))).collect();
     let lost_own: u64 = ledger.rmw.iter().zip(&own).map(|(acked, got)| acked.saturating_sub(*got)).sum();
     let shared = count(doc, SHARED_KEY);
-    found.lose(Kind::Rmw, lost_own.max(ledger.shared_max.saturating_sub(shared)));
+    let lost = lost_own.max(ledger.shared_max.saturating_sub(shared));
+    found.lose(Kind::Rmw, lost, || {
+        format!("committed {:?} (highest {}), on disk {own:?} (shared {shared})", ledger.rmw, ledger.shared_max)
+    });
     if shared != own.iter().sum::<u64>() {
         found.corrupt.push(format!("rmw: shared count {shared} is not the sum of the own counts {own:?}"));
     }
@@ -76,7 +82,10 @@ fn check_sessions(doc: &Document, ledger: &Ledger, found: &mut Findings) {
         if let Some(present) = want
             && doc.contains(name) != *present
         {
-            found.lose(if *present { Kind::Add } else { Kind::Rm }, 1);
+            let kind = if *present { Kind::Add } else { Kind::Rm };
+            found.lose(kind, 1, || {
+                format!("{name} {} after the acknowledgement", if *present { "absent" } else { "present" })
+            });
         }
     }
 }
@@ -85,10 +94,10 @@ fn check_sessions(doc: &Document, ledger: &Ledger, found: &mut Findings) {
 fn check_dispatches(doc: &Document, leases: &LeaseDir, ledger: &Ledger, found: &mut Findings) {
     for dispatch in &ledger.dispatched {
         let entry = doc.entry(&dispatch.name);
-        found.lose(Kind::Spawn, u64::from(entry.is_none()));
+        found.lose(Kind::Spawn, u64::from(entry.is_none()), || format!("{} has no entry", dispatch.name));
         let Some(ack) = dispatch.epilogue else { continue };
         if ack.registry && !entry.is_some_and(|e| epilogue_field_holds(&e, ack.status)) {
-            found.lose(Kind::Epilogue, 1);
+            found.lose(Kind::Epilogue, 1, || format!("{} lost its {} field", dispatch.name, ack.status));
         }
         let Ok(key) = SessionName::parse(&dispatch.name) else { continue };
         let lease_holds = match leases.read(&key) {
@@ -97,7 +106,9 @@ fn check_dispatches(doc: &Document, leases: &LeaseDir, ledger: &Ledger, found: &
             LeaseState::Unreadable => false,
         };
         if ack.lease && !lease_holds {
-            found.lose(Kind::EpilogueLease, 1);
+            found.lose(Kind::EpilogueLease, 1, || {
+                format!("{}'s lease lost the status {} change", dispatch.name, ack.status)
+            });
         }
     }
 }
@@ -150,4 +161,52 @@ fn check_control(world: &World, ledger: &Ledger, found: &mut Findings) {
     let held = fs::read_to_string(world.control_file()).ok().and_then(|t| t.trim().parse::<u64>().ok()).unwrap_or(0);
     found.control_acknowledged = ledger.control_writes;
     found.control_lost = ledger.control_last.saturating_sub(held);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(counts: &[(&str, u64)]) -> Document {
+        let mut doc = Document::empty();
+        for (key, n) in counts {
+            let mut entry = serde_json::Map::new();
+            entry.insert("count".into(), Value::from(*n));
+            doc.insert_new(&SessionName::parse(key).unwrap(), entry).unwrap();
+        }
+        doc
+    }
+
+    fn ledger(committed: [u64; RMW_LOOPS], shared_max: u64) -> Ledger {
+        Ledger { rmw: committed.to_vec(), shared_max, ..Ledger::new(RMW_LOOPS) }
+    }
+
+    #[test]
+    fn an_rmw_commit_on_disk_or_one_more_is_no_loss() {
+        let on_disk = doc(&[("pl-shared", 7), ("pl-own-0", 3), ("pl-own-1", 2), ("pl-own-2", 1), ("pl-own-3", 1)]);
+        let mut found = Findings::default();
+        check_rmw(&on_disk, &ledger([3, 1, 1, 1], 6), &mut found);
+        assert!(found.lost.is_empty() && found.corrupt.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn a_missing_rmw_commit_is_lost_and_a_torn_sum_is_corrupt() {
+        let on_disk = doc(&[("pl-shared", 5), ("pl-own-0", 1), ("pl-own-1", 1), ("pl-own-2", 1), ("pl-own-3", 1)]);
+        let mut found = Findings::default();
+        check_rmw(&on_disk, &ledger([3, 1, 1, 1], 6), &mut found);
+        assert_eq!(found.lost.get(&Kind::Rmw), Some(&2));
+        assert_eq!(found.corrupt.len(), 1, "{found:?}");
+    }
+
+    #[test]
+    fn sessions_in_flight_may_go_either_way() {
+        let mut ledger = Ledger::new(RMW_LOOPS);
+        ledger.session_acked("kept", Kind::Add);
+        ledger.session_acked("gone", Kind::Rm);
+        ledger.session_in_flight("either");
+        let mut found = Findings::default();
+        check_sessions(&doc(&[("kept", 0), ("gone", 0)]), &ledger, &mut found);
+        assert_eq!(found.lost.get(&Kind::Rm), Some(&1));
+        assert_eq!(found.lost.get(&Kind::Add), None);
+    }
 }

@@ -56,8 +56,11 @@ impl CrashPoint {
         let (timing, op, filter) = match self {
             Self::BeforeRegistryTempFsync => ("before", "fsync", format!("from_rgx={REGISTRY_TEMP}")),
             Self::AfterRegistryTempFsync => ("after", "fsync", format!("from_rgx={REGISTRY_TEMP}")),
-            // A rename needs the target filter (vendor README).
-            Self::AfterRenameOntoRegistry => ("after", "rename", r"to_rgx=/sessions\.json$".to_owned()),
+            // A rename needs the target filter (vendor README), and the source one too: with `from_rgx` left out,
+            // LazyFS (a47a5ba) matches its placeholder `none` against the source path, so the crash never fires.
+            Self::AfterRenameOntoRegistry => {
+                ("after", "rename", format!(r"from_rgx={REGISTRY_TEMP}::to_rgx=/sessions\.json$"))
+            }
             Self::BeforeLeaseFsync => ("before", "fsync", format!("from_rgx={LEASE_TEMP}")),
             Self::BeforeHookLogWrite => ("before", "write", format!("from_rgx={HOOK_LOG}")),
             Self::AfterHookLogWrite => ("after", "write", format!("from_rgx={HOOK_LOG}")),
@@ -92,7 +95,7 @@ mod tests {
     fn commands_follow_the_fifo_syntax() {
         assert_eq!(
             CrashPoint::AfterRenameOntoRegistry.command(),
-            r"lazyfs::crash::timing=after::op=rename::to_rgx=/sessions\.json$"
+            r"lazyfs::crash::timing=after::op=rename::from_rgx=/sessions\.json\.tmp-::to_rgx=/sessions\.json$"
         );
         assert_eq!(
             CrashPoint::BeforeRegistryTempFsync.command(),

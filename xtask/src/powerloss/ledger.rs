@@ -102,3 +102,30 @@ impl Ledger {
         *self.session_acks.entry(kind).or_default() += 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acknowledgements_are_counted_by_kind() {
+        let mut ledger = Ledger::new(2);
+        ledger.rmw_committed(0, 1);
+        ledger.rmw_committed(1, 2);
+        ledger.session_in_flight("a");
+        assert_eq!(ledger.sessions["a"], None);
+        ledger.session_acked("a", Kind::Add);
+        ledger.session_acked("a", Kind::Rm);
+        ledger.dispatched.push(Dispatch { name: "hook-x".into(), epilogue: None });
+        let ack = EpilogueAck { status: 0, registry: true, lease: false };
+        ledger.dispatched.push(Dispatch { name: "hook-y".into(), epilogue: Some(ack) });
+        let acks = ledger.acknowledged();
+        assert_eq!(ledger.shared_max, 2);
+        assert_eq!(ledger.sessions["a"], Some(false));
+        assert_eq!(
+            KINDS.map(|k| acks.get(&k).copied().unwrap_or(0)),
+            [2, 1, 1, 2, 1, 0],
+            "rmw, add, rm, spawn, epilogue, epilogue lease"
+        );
+    }
+}

@@ -72,6 +72,11 @@ impl Mount {
         Ok(mount)
     }
 
+    /// The LazyFS process's pid while it has not been reaped (so the number names no other process).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// True while the LazyFS process runs (a `lazyfs::crash` ends it).
     pub fn alive(&mut self) -> bool {
         self.child.as_mut().is_some_and(|child| matches!(child.try_wait(), Ok(None)))

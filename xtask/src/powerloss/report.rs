@@ -21,9 +21,14 @@ pub struct Totals {
     pub invariant: u64,
     pub control_acknowledged: u64,
     pub control_lost: u64,
+    /// Rounds in which LazyFS stopped answering and was killed instead.
+    pub hung: u64,
     /// Per fault: rounds, and (for a crash) how many fired at the armed syscall.
     faults: BTreeMap<&'static str, (u64, u64)>,
+    /// Lost updates and corrupt files, then broken invariants: printed apart, so the second cannot crowd out the
+    /// first.
     details: Vec<String>,
+    invariant_details: Vec<String>,
 }
 
 impl Totals {
@@ -39,8 +44,12 @@ impl Totals {
         let slot = self.faults.entry(round.fault.label()).or_default();
         slot.0 += 1;
         slot.1 += u64::from(round.fired);
-        for line in found.corrupt.iter().chain(&found.invariant) {
+        self.hung += u64::from(round.hung);
+        for line in found.lost_lines.iter().chain(&found.corrupt) {
             self.details.push(format!("round {index}: {line}"));
+        }
+        for line in &found.invariant {
+            self.invariant_details.push(format!("round {index}: {line}"));
         }
     }
 
@@ -57,13 +66,12 @@ impl Totals {
     /// The summary: one line per figure, the invariant on its own line.
     pub fn summary(&self, seed: u64, secs: f64) -> String {
         let mut out = String::new();
-        for line in self.details.iter().take(PRINTED_DETAILS) {
-            let _ = writeln!(out, "powerloss: {line}");
-        }
-        if self.details.len() > PRINTED_DETAILS {
-            let _ = writeln!(out, "powerloss: … and {} more", self.details.len() - PRINTED_DETAILS);
-        }
+        print_details(&mut out, &self.details);
+        print_details(&mut out, &self.invariant_details);
         let _ = writeln!(out, "powerloss: faults: {}", self.fault_list());
+        if self.hung > 0 {
+            let _ = writeln!(out, "powerloss: LazyFS hung in {} rounds and was killed (a power loss too)", self.hung);
+        }
         let _ = writeln!(out, "crashes: {} (seed {seed}, {secs:.0} s)", self.crashes);
         let acknowledged: u64 = self.acknowledged.values().sum();
         let _ = writeln!(out, "acknowledged: {acknowledged} ({})", by_kind(&self.acknowledged));
@@ -99,6 +107,15 @@ impl Totals {
     }
 }
 
+fn print_details(out: &mut String, lines: &[String]) {
+    for line in lines.iter().take(PRINTED_DETAILS) {
+        let _ = writeln!(out, "powerloss: {line}");
+    }
+    if lines.len() > PRINTED_DETAILS {
+        let _ = writeln!(out, "powerloss: … and {} more like these", lines.len() - PRINTED_DETAILS);
+    }
+}
+
 fn merge(into: &mut BTreeMap<Kind, u64>, from: &BTreeMap<Kind, u64>) {
     for (kind, n) in from {
         *into.entry(*kind).or_default() += n;
@@ -118,9 +135,10 @@ pub fn round_line(index: u64, of: u64, round: &Round) -> String {
     let how = match round.fault {
         Fault::ClearCache => "clear-cache".to_owned(),
         Fault::Crash(point) => {
-            format!("crash {}{}", point.label(), if round.fired { "" } else { " (did not fire: cleared)" })
+            format!("crash {}{}", point.label(), if round.fired { "" } else { " (did not fire; cleared instead)" })
         }
     };
+    let how = if round.hung { format!("{how}, LazyFS hung: killed") } else { how };
     format!(
         "powerloss: round {index}/{of}: {how}: acknowledged {}, lost {}, corrupt {}, invariant broken {}, control lost {}",
         found.acknowledged.values().sum::<u64>(),
@@ -129,4 +147,43 @@ pub fn round_line(index: u64, of: u64, round: &Round) -> String {
         found.invariant.len(),
         found.control_lost
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(lost: u64, control_lost: u64, invariant: usize) -> Round {
+        let mut findings = Findings { control_acknowledged: 5, control_lost, ..Findings::default() };
+        if lost > 0 {
+            findings.lost.insert(Kind::Rm, lost);
+        }
+        findings.invariant = vec!["x".into(); invariant];
+        Round { fault: Fault::ClearCache, fired: false, hung: false, findings }
+    }
+
+    #[test]
+    fn passing_needs_no_loss_no_broken_invariant_and_a_control_that_lost() {
+        let verdict = |r: Round| {
+            let mut totals = Totals::default();
+            totals.add(1, &r);
+            totals.passed()
+        };
+        assert!(verdict(round(0, 3, 0)));
+        assert!(!verdict(round(1, 3, 0)));
+        assert!(!verdict(round(0, 0, 0)), "a control that lost nothing means the run was blind");
+        assert!(!verdict(round(0, 3, 1)));
+    }
+
+    #[test]
+    fn the_summary_has_the_four_figures_and_the_invariant_on_its_own_line() {
+        let mut totals = Totals::default();
+        totals.add(1, &round(2, 3, 1));
+        let text = totals.summary(7, 1.0);
+        for start in
+            ["crashes: 1 ", "acknowledged: 0 ", "lost: 2 (", "corrupt: 0", "invariant (item 2", "negative control"]
+        {
+            assert!(text.lines().any(|l| l.starts_with(start)), "{start}: {text}");
+        }
+    }
 }

@@ -29,15 +29,17 @@ pub struct Round {
     pub fault: Fault,
     /// For a crash: whether LazyFS died at the armed syscall (else the round cleared the cache instead).
     pub fired: bool,
+    /// LazyFS stopped answering and was killed to free the writers (see [`Writers::halt`]).
+    pub hung: bool,
     pub findings: Findings,
 }
 
 /// Halts the writers when the round leaves its scope by any path, so the scope's join cannot wait forever.
-struct HaltOnDrop<'a, 'w>(&'a Writers<'w>);
+struct HaltOnDrop<'a, 'w>(&'a Writers<'w>, Option<u32>);
 
 impl Drop for HaltOnDrop<'_, '_> {
     fn drop(&mut self) {
-        self.0.halt();
+        self.0.halt(self.1);
     }
 }
 
@@ -49,26 +51,29 @@ pub fn run(world: &World, seed: u64) -> Result<Round, String> {
     world.reset().map_err(|e| format!("cannot reset the sandbox HOME: {e}"))?;
     let mut mount = Mount::start(&world.layout).map_err(|e| format!("cannot mount LazyFS: {e}"))?;
     let writers = Writers::new(world, seed);
-    let fired = thread::scope(|scope| {
-        let halt = HaltOnDrop(&writers);
+    let (fired, hung) = thread::scope(|scope| {
+        let guard = HaltOnDrop(&writers, mount.pid());
         writers.start(scope);
         thread::sleep(delay);
         let fired = match fault {
             Fault::ClearCache => false,
             Fault::Crash(point) => mount.command(&point.command()).is_ok() && mount.wait_exit(FIRE_WAIT),
         };
-        drop(halt);
-        if !fired {
+        let hung = writers.halt(mount.pid());
+        // A second halt finds nothing left to stop.
+        drop(guard);
+        // A LazyFS that died (fired or killed as hung) has already lost all it cached.
+        if !fired && !hung {
             clear_cache(&mut mount, world)?;
         }
-        Ok::<bool, String>(fired)
+        Ok::<_, String>((fired, hung))
     })?;
     mount.power_off();
     let ledger = writers.into_ledger();
     let mut again = Mount::start(&world.layout).map_err(|e| format!("cannot remount LazyFS: {e}"))?;
     let findings = check(world, &ledger);
     again.power_off();
-    Ok(Round { fault, fired, findings })
+    Ok(Round { fault, fired, hung, findings })
 }
 
 /// `lazyfs::clear-cache`, then waits for LazyFS to log that it is done.

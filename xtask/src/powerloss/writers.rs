@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lease::{LeaseDir, LeaseState};
 use nix::sys::signal::{Signal, kill};
@@ -24,6 +24,8 @@ use super::world::World;
 /// The locked read-modify-write loops; each bumps the shared key and its own.
 pub const RMW_LOOPS: usize = 4;
 pub const SHARED_KEY: &str = "pl-shared";
+/// How long SIGKILLed writers may take to die before LazyFS is taken to hang.
+const STUCK_AFTER: Duration = Duration::from_secs(3);
 /// More commits than any round reaches: the loop ends by being killed.
 const RMW_COUNT: &str = "1000000";
 
@@ -85,15 +87,24 @@ impl<'w> Writers<'w> {
     }
 
     /// Stops the writers the way a power loss does: every product process gets SIGKILL, again and again, until no
-    /// writer thread is left that could start another one.
-    pub fn halt(&self) {
+    /// writer thread is left that could start another one. A process blocked in a FUSE request that LazyFS never
+    /// answers cannot die (LazyFS a47a5ba deadlocks now and then under these writers); after [`STUCK_AFTER`]
+    /// `lazyfs` (its pid) is killed too, which aborts the requests: a power loss all the same. True when it was.
+    pub fn halt(&self, lazyfs: Option<u32>) -> bool {
         self.stop.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        let mut hung = false;
         while self.running.load(Ordering::SeqCst) > 0 {
             for pid in locked(&self.pids).iter() {
                 let _ = kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
             }
+            if let Some(pid) = lazyfs.filter(|_| !hung && started.elapsed() > STUCK_AFTER) {
+                hung = true;
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            }
             thread::sleep(Duration::from_millis(5));
         }
+        hung
     }
 
     pub fn into_ledger(self) -> Ledger {
