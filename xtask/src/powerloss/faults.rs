@@ -2,8 +2,8 @@
 //! killed, or LazyFS killing itself (`lazyfs::crash`) at one of the syscalls where a missing or misplaced fsync
 //! would show. LazyFS matches the regexes against the backing path of the file.
 
-use rand::RngExt;
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 
 /// One way to lose power.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,13 +70,19 @@ impl CrashPoint {
 }
 
 impl Fault {
-    /// A third of the rounds clear the cache; the rest crash at a point chosen uniformly.
-    pub fn choose(rng: &mut StdRng) -> Self {
-        if rng.random_range(0..3) == 0 {
-            Self::ClearCache
-        } else {
-            Self::Crash(CRASH_POINTS[rng.random_range(0..CRASH_POINTS.len())])
+    /// The faults of `rounds` rounds: cycles of three clear-caches and each crash point once, every cycle in a
+    /// seeded order. why: a uniform draw can leave a point out of a short run (ci's 20 rounds); cycles hit every
+    /// point at least twice there, and a third of the rounds clear the cache.
+    pub fn schedule(rounds: usize, rng: &mut StdRng) -> Vec<Self> {
+        let mut cycle = vec![Self::ClearCache; 3];
+        cycle.extend(CRASH_POINTS.map(Self::Crash));
+        let mut out = Vec::with_capacity(rounds + cycle.len());
+        while out.len() < rounds {
+            cycle.shuffle(rng);
+            out.extend_from_slice(&cycle);
         }
+        out.truncate(rounds);
+        out
     }
 
     pub fn label(self) -> &'static str {
@@ -104,6 +110,17 @@ mod tests {
         for point in CRASH_POINTS {
             assert!(!point.command()["lazyfs::crash::".len()..].contains(":::"), "{point:?}");
         }
+    }
+
+    #[test]
+    fn twenty_rounds_hit_every_crash_point_at_least_twice() {
+        use rand::SeedableRng;
+        let faults = Fault::schedule(20, &mut StdRng::seed_from_u64(1));
+        assert_eq!(faults.len(), 20);
+        for point in CRASH_POINTS {
+            assert!(faults.iter().filter(|f| **f == Fault::Crash(point)).count() >= 2, "{point:?}");
+        }
+        assert!(faults.iter().filter(|f| **f == Fault::ClearCache).count() >= 6);
     }
 
     #[test]

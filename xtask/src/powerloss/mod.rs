@@ -30,7 +30,7 @@ use crate::{exit, run};
 pub struct PowerlossArgs {
     /// Power losses to inject (one per round, each on a fresh sandbox HOME).
     #[arg(long, default_value_t = 100)]
-    pub crashes: u64,
+    pub crashes: usize,
     /// Seed of every choice (fault, its timing, the writers' choices); printed, so a run can be replayed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -67,9 +67,10 @@ pub fn run(args: &PowerlossArgs) -> u8 {
     );
     let started = Instant::now();
     let mut rng = StdRng::seed_from_u64(seed);
+    let schedule = faults::Fault::schedule(args.crashes, &mut rng);
     let mut totals = Totals::default();
-    for index in 1..=args.crashes {
-        match round::run(&world, rng.random()) {
+    for (index, fault) in (1..).zip(schedule) {
+        match round::run(&world, fault, rng.random()) {
             Ok(round) => {
                 println!("{}", report::round_line(index, args.crashes, &round));
                 totals.add(index, &round);

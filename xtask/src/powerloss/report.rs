@@ -130,7 +130,7 @@ fn by_kind(counts: &BTreeMap<Kind, u64>) -> String {
 }
 
 /// The one line printed after each round.
-pub fn round_line(index: u64, of: u64, round: &Round) -> String {
+pub fn round_line(index: u64, of: usize, round: &Round) -> String {
     let found: &Findings = &round.findings;
     let how = match round.fault {
         Fault::ClearCache => "clear-cache".to_owned(),

@@ -43,10 +43,9 @@ impl Drop for HaltOnDrop<'_, '_> {
     }
 }
 
-/// Runs one round with its own seed.
-pub fn run(world: &World, seed: u64) -> Result<Round, String> {
+/// Runs one round ending in `fault`, with its own seed.
+pub fn run(world: &World, fault: Fault, seed: u64) -> Result<Round, String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let fault = Fault::choose(&mut rng);
     let delay = Duration::from_millis(rng.random_range(500..4000));
     world.reset().map_err(|e| format!("cannot reset the sandbox HOME: {e}"))?;
     let mut mount = Mount::start(&world.layout).map_err(|e| format!("cannot mount LazyFS: {e}"))?;
