@@ -700,7 +700,7 @@ fn the_lease_of_an_older_life_of_a_listed_name_is_marked_and_swept() {
     assert_eq!(dir.mark_orphaned(&old_name, &old).unwrap(), Changed::Written);
     set_mtime_back(&fx.lease_file("hook-a"), 31);
     let report = dir.sweep(&listed, Some(&fx.log()));
-    assert_eq!(report.swept, [old_name.clone()]);
+    assert_eq!(report.swept, std::slice::from_ref(&old_name));
     let line = fx.log_lines().pop().unwrap();
     assert_eq!((&line["how"], &line["outcome"]), (&json!("swept"), &json!("vanished")));
     assert!(fx.lease_file("hook-b").exists(), "the listed life's lease stays");
