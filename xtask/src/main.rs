@@ -9,6 +9,7 @@ mod exit;
 mod golden;
 mod install;
 mod man;
+mod powerloss;
 mod run;
 mod walk;
 
@@ -26,7 +27,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run every check (setup, fmt, clippy, test, golden, nix); the project's one test command.
+    /// Run every check (setup, fmt, clippy, test, golden, nix, powerloss); the project's one test command.
     Ci,
     /// Show the supervisor doing its main job for ~20 s in a private root and tmux server, then tear down.
     Demo {
@@ -64,6 +65,8 @@ enum Command {
     },
     /// Dispatch many sessions into a private world and break things at random; check every lease promise.
     Chaos(chaos::ChaosArgs),
+    /// Power losses under LazyFS over concurrent writers; check that nothing acknowledged was lost (issue 18).
+    Powerloss(powerloss::PowerlossArgs),
     /// Measure the quality bars of spec 90 (epilogue, tick, add, rmw, crash) and write target/bench/report.json.
     Bench(bench::BenchArgs),
 }
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         Command::Uninstall(args) => install::uninstall(&args),
         Command::Man { out } => man::run(out),
         Command::Chaos(args) => chaos::run(&args),
+        Command::Powerloss(args) => powerloss::run(&args),
     };
     ExitCode::from(code)
 }

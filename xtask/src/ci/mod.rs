@@ -1,8 +1,8 @@
-//! `cargo xtask ci`: the one test command (spec 70 §2). Six steps in a fixed order; every step runs even
+//! `cargo xtask ci`: the one test command (spec 70 §2). Seven steps in a fixed order; every step runs even
 //! after an earlier one failed, so a formatting slip cannot hide a test failure (CI-2.3).
 
 pub mod nix;
-mod setup;
+pub(crate) mod setup;
 
 use std::time::Instant;
 
@@ -24,9 +24,13 @@ enum Step {
     Test,
     Golden,
     Nix,
+    Powerloss,
 }
 
-const STEPS: [Step; 6] = [Step::Setup, Step::Fmt, Step::Clippy, Step::Test, Step::Golden, Step::Nix];
+const STEPS: [Step; 7] = [Step::Setup, Step::Fmt, Step::Clippy, Step::Test, Step::Golden, Step::Nix, Step::Powerloss];
+
+/// Crashes of the ci run of `cargo xtask powerloss`: every crash point comes up at least twice (about a minute).
+const CI_CRASHES: usize = 20;
 
 impl Step {
     fn name(self) -> &'static str {
@@ -37,6 +41,7 @@ impl Step {
             Step::Test => "test",
             Step::Golden => "golden",
             Step::Nix => "nix",
+            Step::Powerloss => "powerloss",
         }
     }
 
@@ -49,6 +54,7 @@ impl Step {
             Step::Test => cargo(&["test", "--workspace", "--locked"]),
             Step::Golden => crate::golden::check_step().map_err(|code| Failed(code.into())),
             Step::Nix => nix::run(),
+            Step::Powerloss => powerloss(),
         }
     }
 
@@ -82,6 +88,20 @@ pub fn run() -> u8 {
     let names: Vec<&str> = failed.iter().map(|step| step.name()).collect();
     println!("{}", final_line(STEPS.len() - failed.len(), &names));
     exit_code(&failed)
+}
+
+/// `cargo xtask powerloss --crashes 20` with a fresh seed, where it can run (root with `/dev/fuse`); a `SKIP`
+/// line elsewhere, like the other root-only checks.
+fn powerloss() -> StepResult {
+    if let Some(why) = crate::powerloss::unavailable() {
+        println!("SKIP: powerloss {why}");
+        return Ok(());
+    }
+    let args = crate::powerloss::PowerlossArgs { crashes: CI_CRASHES, seed: None };
+    match crate::powerloss::run(&args) {
+        exit::SUCCESS => Ok(()),
+        code => Err(Failed(code.into())),
+    }
 }
 
 /// Runs `cargo <args>` in the workspace root as one step.
@@ -159,7 +179,7 @@ mod tests {
     #[test]
     fn steps_are_in_spec_order_with_spec_names() {
         let names: Vec<&str> = STEPS.iter().map(|s| s.name()).collect();
-        assert_eq!(names, ["setup", "fmt", "clippy", "test", "golden", "nix"]);
+        assert_eq!(names, ["setup", "fmt", "clippy", "test", "golden", "nix", "powerloss"]);
     }
 
     #[test]

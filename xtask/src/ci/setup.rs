@@ -56,7 +56,7 @@ fn ensure(tool: &Tool, apt: &mut Apt) -> bool {
         return true;
     }
     if apt.allowed {
-        apt.install(tool.package);
+        apt.install(&[tool.package]);
         if let Some(version) = version(tool) {
             println!("{version}");
             return true;
@@ -100,13 +100,13 @@ struct Apt {
 
 impl Apt {
     fn detect() -> Self {
-        let is_root = fs::read_to_string("/proc/self/status").ok().and_then(|s| effective_uid(&s)) == Some(0);
+        let is_root = running_as_root();
         let has_apt = env::var_os("PATH").is_some_and(|path| in_path(&path, "apt-get"));
         Apt { allowed: is_root && has_apt, updated: false }
     }
 
     /// Best effort: a failed update or install shows in apt's own output, and the caller checks the tool again.
-    fn install(&mut self, package: &str) {
+    fn install(&mut self, packages: &[&str]) {
         if !self.updated {
             self.updated = true;
             let mut cmd = run::command("apt-get");
@@ -114,7 +114,7 @@ impl Apt {
             report(run::status(&mut cmd), "apt-get update");
         }
         let mut cmd = run::command("apt-get");
-        cmd.env("DEBIAN_FRONTEND", "noninteractive").args(["install", "-y", "--no-install-recommends", package]);
+        cmd.env("DEBIAN_FRONTEND", "noninteractive").args(["install", "-y", "--no-install-recommends"]).args(packages);
         report(run::status(&mut cmd), "apt-get install");
     }
 }
@@ -125,6 +125,21 @@ fn report(result: std::io::Result<std::process::ExitStatus>, what: &str) {
         Ok(status) => eprintln!("ci: {what} failed ({status})"),
         Err(err) => eprintln!("ci: cannot run {what}: {err}"),
     }
+}
+
+/// Whether this process runs as root (effective uid 0).
+pub(crate) fn running_as_root() -> bool {
+    fs::read_to_string("/proc/self/status").ok().and_then(|s| effective_uid(&s)) == Some(0)
+}
+
+/// Installs `packages` with one `apt-get update` and one `apt-get install` when allowed (root, apt-get on PATH);
+/// best effort, like [`Apt::install`]: the caller checks again. Used by `cargo xtask powerloss` for LazyFS.
+pub(crate) fn apt_install(packages: &[&str]) {
+    let mut apt = Apt::detect();
+    if !apt.allowed {
+        return;
+    }
+    apt.install(packages);
 }
 
 /// The effective uid from the text of `/proc/self/status` (line `Uid: real effective saved fs`). Read from
