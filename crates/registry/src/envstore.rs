@@ -131,11 +131,7 @@ fn unquote(value: &[u8]) -> &[u8] {
 /// change it, then wrapped in one pair of `"` (the loader strips exactly one pair and unescapes nothing).
 pub fn encode_value(value: &[u8]) -> Vec<u8> {
     let trimmed = trim(value, TRIM).len() != value.len();
-    if trimmed || unquote(value).len() != value.len() {
-        [b"\"", value, b"\""].concat()
-    } else {
-        value.to_vec()
-    }
+    if trimmed || unquote(value).len() != value.len() { [b"\"", value, b"\""].concat() } else { value.to_vec() }
 }
 
 impl Store {

@@ -31,8 +31,18 @@ fn the_last_of_a_key_set_twice_wins_and_keys_are_listed_once() {
 #[test]
 fn every_value_without_a_newline_round_trips_through_the_encoding() {
     let values: [&[u8]; 12] = [
-        b"", b" lead", b"trail ", b"\"q\"", b"'q'", b"\"", b"a b=c \"d\" 'e' $(id) `id` \\", b"\t", b"x\r",
-        b"\xff\xfe", b"#not a comment", b"'",
+        b"",
+        b" lead",
+        b"trail ",
+        b"\"q\"",
+        b"'q'",
+        b"\"",
+        b"a b=c \"d\" 'e' $(id) `id` \\",
+        b"\t",
+        b"x\r",
+        b"\xff\xfe",
+        b"#not a comment",
+        b"'",
     ];
     for value in values {
         let mut store = Store::default();
