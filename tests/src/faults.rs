@@ -420,7 +420,10 @@ pub fn f7() -> Case {
         case.check("lease lock: rm exits 0 with one warning", warned, text(&rm.stderr));
         case.bounded("lease lock: rm", took, bound);
         let (spawn, took) = spawn_batch(&sb, "acme/leaselock");
-        case.check("lease lock: webhook-spawn exits 0 (unleased, one warning)", code(&spawn) == 0, text(&spawn.stderr));
+        // Issue 18: a batch whose lease cannot be created is deferred (75), never started unleased.
+        let started = sb.read_registry().names().any(|n| n.starts_with("hook-acme-leaselock"));
+        let deferred = code(&spawn) == 75 && !started;
+        case.check("lease lock: webhook-spawn defers (75), nothing started", deferred, text(&spawn.stderr));
         case.bounded("lease lock: webhook-spawn", took, bound);
     }
     let _holder = HungHolder::on(&sb.state_dir().join("hook-sessions.jsonl.lock"));
