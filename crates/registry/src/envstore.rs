@@ -259,14 +259,16 @@ pub fn edit<R>(
 }
 
 /// Reads one line from the terminal on `fd` with echo off, restoring the terminal's mode afterwards (also when
-/// the read fails). The newline is not part of the answer.
-pub fn read_line_without_echo(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+/// the read fails). `ready` runs once echo is off (the caller prints its prompt there, so nothing typed after the
+/// prompt can be echoed or flushed away). The newline is not part of the answer.
+pub fn read_line_without_echo(fd: std::os::fd::BorrowedFd<'_>, ready: impl FnOnce()) -> io::Result<Vec<u8>> {
     use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
     let saved = tcgetattr(fd).map_err(io::Error::from)?;
     let mut quiet = saved.clone();
     quiet.local_flags.remove(LocalFlags::ECHO);
     quiet.local_flags.insert(LocalFlags::ECHONL);
     tcsetattr(fd, SetArg::TCSAFLUSH, &quiet).map_err(io::Error::from)?;
+    ready();
     let mut line = Vec::new();
     let result = read_until_newline(fd, &mut line);
     let restored = tcsetattr(fd, SetArg::TCSAFLUSH, &saved).map_err(io::Error::from);

@@ -85,8 +85,8 @@ fn env_set(ctx: &Context, args: &EnvSetArgs) -> ExitCode {
 fn read_value(key: &str) -> Result<Vec<u8>, SessionError> {
     let stdin = io::stdin();
     let value = if stdin.is_terminal() {
-        eprint!("{PREFIX}value for {key} (not echoed, Enter ends it): ");
-        registry::envstore::read_line_without_echo(stdin.as_fd()).map_err(|e| {
+        let prompt = || eprint!("{PREFIX}value for {key} (not echoed, Enter ends it): ");
+        registry::envstore::read_line_without_echo(stdin.as_fd(), prompt).map_err(|e| {
             SessionError::Failed(format!("cannot read the value from the terminal ({e}); nothing written"))
         })?
     } else {

@@ -123,3 +123,51 @@ fn eight_concurrent_writers_of_different_keys_lose_none() {
     }
     assert!(store(&sb).with_file_name("env.lock").exists());
 }
+
+/// On a terminal the value is asked for without echo: through a pty (`script`), the typed value never comes back.
+#[test]
+fn on_a_terminal_the_value_is_asked_for_without_echo() {
+    use std::io::{Read, Write};
+    if !std::path::Path::new("/usr/bin/script").exists() {
+        eprintln!("SKIP: no /usr/bin/script to give the CLI a terminal");
+        return;
+    }
+    let sb = Sandbox::new();
+    let program = agent_box_tests::bins::bin("agent-box-session");
+    let mut child = std::process::Command::new("/usr/bin/script")
+        .args(["-qec", &format!("{} env set TTY_KEY", program.display()), "/dev/null"])
+        .env_clear()
+        .envs(sb.env_pairs())
+        .current_dir(sb.home())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 256];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+            let _ = tx.send(all.clone());
+        }
+    });
+    let prompted = |seen: &[u8]| String::from_utf8_lossy(seen).contains("(not echoed, Enter ends it): ");
+    let mut seen = Vec::new();
+    while !prompted(&seen) {
+        seen = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the prompt");
+    }
+    // The prompt comes only once echo is off, so what is typed after it is never echoed.
+    child.stdin.take().unwrap().write_all(b"tty-secret-42\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    while let Ok(more) = rx.recv_timeout(std::time::Duration::from_millis(500)) {
+        seen = more;
+    }
+    let shown = String::from_utf8_lossy(&seen);
+    assert!(shown.contains("TTY_KEY set in") && !shown.contains("tty-secret-42"), "{shown}");
+    assert_eq!(Store::parse(&fs::read(store(&sb)).unwrap()).pairs()["TTY_KEY"], b"tty-secret-42");
+}
