@@ -143,3 +143,21 @@ fn pinned_documents_round_trip_through_their_types() {
     }
     assert!(filters >= 7, "the filter seeds of golden/webhook-spawn/ ({filters})");
 }
+
+/// Issue 20: no value of the env-store fixtures appears anywhere in `golden/` (the verbs never print one, and no
+/// artefact puts one on a command line).
+#[test]
+fn no_env_store_value_is_in_any_golden_file() {
+    let fixtures = agent_box_tests::workspace_root().join("tests/fixtures/golden/env");
+    let store = registry::envstore::Store::parse(&fs::read(fixtures.join("store")).unwrap());
+    let mut values: Vec<Vec<u8>> = store.pairs().into_values().collect();
+    values.push(b"golden-fixture-gh-7c1".to_vec());
+    values.push(fs::read(fixtures.join("value")).unwrap().trim_ascii_end().to_vec());
+    let golden = tree::read_tree(&golden::golden_dir()).unwrap();
+    for (file, bytes) in &golden {
+        for value in &values {
+            assert!(!bytes.windows(value.len()).any(|w| w == value), "{file} holds an env-store value");
+        }
+    }
+    assert!(golden.keys().any(|k| k.starts_with("session/env/")), "the env verbs are pinned");
+}

@@ -2,6 +2,7 @@
 
 mod audit;
 mod chaos;
+mod envstore;
 mod faults;
 mod golden;
 mod install;

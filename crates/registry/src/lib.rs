@@ -10,6 +10,7 @@
 pub mod atomic;
 pub mod capacity;
 pub mod document;
+pub mod envstore;
 pub mod error;
 pub mod exit;
 #[doc(hidden)]

@@ -32,6 +32,11 @@ another one already owns.
 UNRESOLVED ASSIGNMENT marks a dispatched session whose work this box accepted but cannot say finished (its
 agent crashed, or its pane vanished). It stays until the work is checked and the session removed with rm.
 
+env keeps the variables every session gets when it starts (API keys, tokens) in ~/.config/agent-box/env
+(0600), the same file the settings web page writes. env set KEY reads the value from standard input, or asks
+for it without echo on a terminal; values are never printed. A change applies at the next start of each
+session: agent-box-session restart NAME|--all.
+
 stop keeps the session listed but parked (restart revives it); rm removes it from the list, kills its pane and
 deletes its state.
 
@@ -73,12 +78,39 @@ pub enum Verb {
     Stop(NameArg),
     /// Kill a session (or all) so the supervisor starts it again; clears `stopped`.
     Restart(RestartArgs),
-    #[command(hide = true)]
-    Env(Rest),
+    /// Manage the variables every session gets at its next start (the env store).
+    #[command(subcommand)]
+    Env(EnvVerb),
     #[command(hide = true)]
     Whatsapp(Rest),
     #[command(hide = true)]
     Profile(Rest),
+}
+
+/// The verbs of the env store (`~/.config/agent-box/env`).
+#[derive(Debug, Subcommand)]
+pub enum EnvVerb {
+    /// List the variable names, sorted (never a value).
+    Ls(JsonFlag),
+    /// Set a variable; the value is read from standard input, or asked for without echo on a terminal.
+    Set(EnvSetArgs),
+    /// Remove a variable.
+    Rm(EnvKeyArg),
+}
+
+#[derive(Debug, Args)]
+pub struct EnvSetArgs {
+    /// The variable name.
+    pub key: String,
+    /// The value (for scripts only: it ends up in the shell history and in `ps`).
+    #[arg(allow_hyphen_values = true)]
+    pub value: Option<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct EnvKeyArg {
+    /// The variable name.
+    pub key: String,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ pub mod attach;
 pub mod capacity;
 pub mod cli;
 pub mod completions;
+pub mod env;
 pub mod error;
 pub mod leases;
 mod locked;
@@ -19,7 +20,7 @@ pub mod restart;
 pub mod rm;
 pub mod stop;
 
-use cli::Verb;
+use cli::{EnvVerb, Verb};
 pub use error::SessionError;
 use out::Out;
 use view::Context;
@@ -27,7 +28,6 @@ use view::Context;
 /// The refusal of a hidden verb of §2.6 (M37), checked before the configuration.
 pub fn out_of_scope(verb: &Verb) -> Option<SessionError> {
     let refusal = match verb {
-        Verb::Env(_) => messages::not_in_build("env", "the env store is not included"),
         Verb::Whatsapp(_) => messages::not_in_build("whatsapp", "WhatsApp routing is not included"),
         Verb::Profile(_) => messages::not_in_build("profile", "profiles need the external profile tool"),
         _ => return None,
@@ -53,7 +53,14 @@ pub fn run(ctx: &Context, verb: &Verb, out: &mut Out) -> Result<(), SessionError
         Verb::Rm(arg) => rm::rm(ctx, &arg.name, out),
         Verb::Stop(arg) => stop::stop(ctx, &arg.name, out),
         Verb::Restart(args) => restart::restart(ctx, args.name.as_deref(), out),
-        Verb::Env(_) | Verb::Whatsapp(_) | Verb::Profile(_) => out_of_scope(verb).map_or(Ok(()), Err),
+        Verb::Env(EnvVerb::Ls(flag)) => env::ls(ctx, flag.json, out),
+        // `main` reads the value first when it is not on the command line.
+        Verb::Env(EnvVerb::Set(args)) => {
+            let value = args.value.as_ref().map(|v| v.as_encoded_bytes().to_vec()).unwrap_or_default();
+            env::set(ctx, &args.key, &value, out)
+        }
+        Verb::Env(EnvVerb::Rm(arg)) => env::rm(ctx, &arg.key, out),
+        Verb::Whatsapp(_) | Verb::Profile(_) => out_of_scope(verb).map_or(Ok(()), Err),
     }
 }
 

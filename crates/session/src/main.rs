@@ -2,13 +2,14 @@
 //! is the only place that prints: the verb's warnings and error on stderr, its results on stdout, and one of the
 //! four exit codes 0, 1, 2 and 75.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Read, Write};
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use clap::Parser;
 use registry::exit;
 use session::SessionError;
-use session::cli::{Cli, Verb};
+use session::cli::{Cli, EnvSetArgs, EnvVerb, Verb};
 use session::out::{Line, Out};
 use view::Context;
 
@@ -40,6 +41,9 @@ fn main() -> ExitCode {
     if let Verb::Attach(arg) = &cli.verb {
         return attach(&ctx, &arg.name);
     }
+    if let Verb::Env(EnvVerb::Set(args)) = &cli.verb {
+        return env_set(&ctx, args);
+    }
     let mut out = Out::new();
     let result = session::run(&ctx, &cli.verb, &mut out);
     finish(out, result)
@@ -53,6 +57,56 @@ fn attach(ctx: &Context, raw: &str) -> ExitCode {
     };
     let err = tmux::Tmux::new(ctx.tmux_config.clone()).attach(&target.name, target.switch);
     finish(Out::new(), Err(SessionError::Failed(session::messages::cannot_attach(raw, &err.reason()))))
+}
+
+/// `env set KEY [VALUE]`: the key is checked before the value is asked for; a value on the command line works
+/// but is warned about (it is in the shell history and was in `ps`).
+fn env_set(ctx: &Context, args: &EnvSetArgs) -> ExitCode {
+    let mut out = Out::new();
+    if let Err(err) = session::env::settable_key(&args.key) {
+        return finish(out, Err(err));
+    }
+    let value = match &args.value {
+        Some(value) => {
+            out.warn(session::env::VALUE_IN_ARGV);
+            value.as_encoded_bytes().to_vec()
+        }
+        None => match read_value(&args.key) {
+            Ok(value) => value,
+            Err(err) => return finish(out, Err(err)),
+        },
+    };
+    let result = session::env::set(ctx, &args.key, &value, &mut out);
+    finish(out, result)
+}
+
+/// The value from the terminal without echo, else all of standard input less one final newline; an empty one is
+/// refused (a forgotten pipe must not blank a key).
+fn read_value(key: &str) -> Result<Vec<u8>, SessionError> {
+    let stdin = io::stdin();
+    let value = if stdin.is_terminal() {
+        let prompt = || eprint!("{PREFIX}value for {key} (not echoed, Enter ends it): ");
+        registry::envstore::read_line_without_echo(stdin.as_fd(), prompt).map_err(|e| {
+            SessionError::Failed(format!("cannot read the value from the terminal ({e}); nothing written"))
+        })?
+    } else {
+        let mut bytes = Vec::new();
+        stdin
+            .lock()
+            .take(registry::envstore::MAX_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(|e| SessionError::Failed(format!("cannot read standard input ({e}); nothing written")))?;
+        if bytes.ends_with(b"\n") {
+            bytes.pop();
+        }
+        bytes
+    };
+    if value.is_empty() {
+        return Err(SessionError::Usage(format!(
+            "no value for {key} on standard input; nothing written (an empty value: agent-box-session env set {key} '')"
+        )));
+    }
+    Ok(value)
 }
 
 /// Prints the warnings, then the error, then the results (§3.9: a closed stdout ends quietly with the exit code

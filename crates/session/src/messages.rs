@@ -116,7 +116,7 @@ pub fn had_no_pane(name: &str) -> String {
 /// M47 (stdout): `restart --all` when some sessions had no pane.
 pub fn all_restarting(killed: usize, without_pane: usize) -> String {
     format!(
-        "all sessions restart within ~2s: {killed} killed, {without_pane} had no pane — the supervisor starts each (re-reading env)"
+        "all sessions restart within ~2s: {killed} killed, {without_pane} had no pane — the supervisor starts each (re-reading the env store)"
     )
 }
 /// M48: `restart --all` cleared `stopped` on some entries although kills failed.
@@ -171,7 +171,8 @@ pub fn restarted(name: &str) -> String {
 pub fn killed_unlisted(name: &str) -> String {
     format!("session '{}' killed — unlisted, so nothing restarts it", echoed_name(name))
 }
-pub const ALL_RESTARTED: &str = "all sessions killed — the supervisor restarts each within ~2s (re-reading env)";
+pub const ALL_RESTARTED: &str =
+    "all sessions killed — the supervisor restarts each within ~2s (re-reading the env store)";
 pub const NOTHING_TO_RESTART: &str = "no session is listed, so there is nothing to restart";
 
 /// M32.

@@ -2,6 +2,8 @@
 //! and CL scenarios): the real binary, a temporary HOME, a private tmux socket.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "cli/env.rs"]
+mod env;
 #[path = "cli/more.rs"]
 mod more;
 #[path = "cli/read.rs"]
@@ -497,8 +499,7 @@ fn restart_of_an_unlisted_live_session_kills_it() {
 fn out_of_scope_verbs_and_options_are_refused() {
     let sb = Sandbox::new();
     for (args, text) in [
-        (&["env", "list"][..], "'env' is not part of this build (the env store is not included)"),
-        (&["whatsapp"], "'whatsapp' is not part of this build (WhatsApp routing is not included)"),
+        (&["whatsapp"][..], "'whatsapp' is not part of this build (WhatsApp routing is not included)"),
         (&["profile", "x"], "'profile' is not part of this build (profiles need the external profile tool)"),
         (
             &["add", "x", "--profile", "p"],

@@ -35,6 +35,7 @@ impl Supervisor {
         if tick.lock_refused {
             return;
         }
+        self.note_env_store(&prepared);
         self.locked(tick, |me, tick, guard| me.locked_start(tick, guard, &prepared, side));
     }
 
@@ -83,6 +84,37 @@ impl Supervisor {
                     self.log.warn(&format!("session '{name}': {problem} - skipping"));
                 }
                 None
+            }
+        }
+    }
+
+    /// Issue 20: what the pane's loader will find in the env store, said in the log (the pane itself reads the
+    /// store when it starts; only key names are looked at here, no value is kept). A missing or unreadable store
+    /// is one line per streak; a key the pane's own variables always win over is one line per key per process.
+    fn note_env_store(&mut self, prepared: &Prepared) {
+        let path = registry::envstore::store_path(self.config.paths.home());
+        match registry::envstore::read(&path) {
+            Ok(Some(store)) => {
+                self.latches.env_store_missing.clear();
+                self.latches.env_store_unreadable.clear();
+                let own = |key: &str| prepared.env.iter().any(|(k, _)| k == key);
+                for key in store.keys().into_iter().filter(|k| registry::envstore::is_reserved(k) || own(k)) {
+                    if self.latches.env_store_overrides.insert(key.clone()) {
+                        self.log.warn(&messages::env_store_override(&path, &key));
+                    }
+                }
+            }
+            Ok(None) => {
+                self.latches.env_store_unreadable.clear();
+                if self.latches.env_store_missing.raise() {
+                    self.log.line(&messages::env_store_missing(&path));
+                }
+            }
+            Err(err) => {
+                self.latches.env_store_missing.clear();
+                if self.latches.env_store_unreadable.raise() {
+                    self.log.warn(&messages::env_store_unreadable(&err));
+                }
             }
         }
     }

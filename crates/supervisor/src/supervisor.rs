@@ -50,6 +50,11 @@ pub(crate) struct Latches {
     /// L17 and L13 are once per name per process.
     pub codex_remote: BTreeSet<String>,
     pub bad_keys: BTreeSet<String>,
+    /// Issue 20: the env store is missing, or cannot be read, at a spawn (once per streak each).
+    pub env_store_missing: Latch,
+    pub env_store_unreadable: Latch,
+    /// Store keys that may not override a pane's own variables, each said once per process.
+    pub env_store_overrides: BTreeSet<String>,
 }
 
 /// One tick's shared facts.

@@ -512,9 +512,10 @@ fn the_wake_hook_for_a_missing_file_is_silent() {
     assert_eq!(tmux.kill_session(&name("a")), Ok(Killed::Yes));
     // The job ends within milliseconds; a pane in view mode would show up within this period.
     // Only an answer other than 0 is view mode: a query that timed out on a loaded machine says nothing about it.
-    let in_mode = becomes_true_within(Duration::from_millis(500), || {
-        matches!(tmux.display(&name("b"), "#{pane_in_mode}"), Ok(mode) if mode != "0")
-    });
+    let in_mode = becomes_true_within(
+        Duration::from_millis(500),
+        || matches!(tmux.display(&name("b"), "#{pane_in_mode}"), Ok(mode) if mode != "0"),
+    );
     assert!(!in_mode, "the job printed or failed");
     assert!(!wake.exists() && !sandbox.path("gone").exists());
 }

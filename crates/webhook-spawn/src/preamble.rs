@@ -45,7 +45,7 @@ pub fn preamble(
     out.push_str(&profile_lines(watch_profile.as_deref(), text("AGENT_BOX_HOOK_PROFILE").as_deref()));
     out.push_str(&args_line(raw_args.is_some() && args_ok && !args.is_empty(), args_ok, &label));
     out.push('\n');
-    out.push_str(&placeholder_prompt(topic, note));
+    out.push_str(&placeholder_prompt(topic, note, harness == "claude"));
     out.push('\n');
     Ok(out)
 }
@@ -80,7 +80,7 @@ fn args_line(non_empty_valid: bool, valid: bool, label: &str) -> String {
     }
 }
 
-fn placeholder_prompt(topic: &str, note: &str) -> String {
+fn placeholder_prompt(topic: &str, note: &str, claude: bool) -> String {
     let topic = Some(prose(topic, 1000)).filter(|t| !t.is_empty()).unwrap_or_else(|| "?".into());
     let assign = format!(" [only when an event assigns an issue or PR to this box:]{}", assign_sentence());
     render(&Parts {
@@ -89,6 +89,7 @@ fn placeholder_prompt(topic: &str, note: &str) -> String {
         assign: Some(&assign),
         name: "hook-<key>-<hex>",
         ownership: Some(("<source>:<key>", "<key>")),
+        claude,
         peers: "<the live sessions, as agent-box-session peers reports them when the session starts>",
         batch: "[UNTRUSTED webhook:<source> …] <one line per event in the batch>",
     })

@@ -20,6 +20,9 @@ pub struct Parts<'a> {
     pub name: &'a str,
     /// `(own, key)` when the ownership paragraph is shown.
     pub ownership: Option<(&'a str, &'a str)>,
+    /// The session runs claude, which the supervisor starts with the webhook channel (the receiver plugin), so a
+    /// claim can be extended with the plugin's own tools; any other harness has no way to claim (issue 20 item 4).
+    pub claude: bool,
     pub peers: &'a str,
     pub batch: &'a str,
 }
@@ -49,9 +52,7 @@ pub fn render(parts: &Parts<'_>) -> String {
         parts.topic
     )];
     if let Some((own, key)) = parts.ownership {
-        paragraphs.push(format!(
-            "You are already subscribed to {own}: later events about the work you own come to you here, and the watch will not start another agent for them while you live, so finish the work or remove yourself rather than sit idle, and hand over rather than duplicate. You own the object that started you, not the whole repository. Once you open a pull request or push a branch, subscribe to it with: agent-box-webhook subscribe {key} --claim <PR number> --claim branch:<branch> --events actionable. Never claim the default branch. If a CI event started you, your claim is that one commit's CI and nothing more."
-        ));
+        paragraphs.push(ownership(own, key, parts.claude));
     }
     paragraphs.push(format!(
         "How to share this box: interactive sessions outrank dispatched hook-* sessions like you, so if one of them is on the same work, leave it to them. Sibling hook sessions are your equals: hand work over instead of doing it twice. A missing claim does not prove that nobody is working on something. Before you edit, push, comment, merge, close, delete or deploy anything, compare your task with the claims, notes and working directories listed below, and read the pane of any session that looks related (tmux -L agent-box capture-pane -pt NAME | tail -40). To yield, tell the owner what you found and what you did not do, then run agent-box-session rm {name}. If you go ahead, keep every change reversible, push only to branches you created, and never merge, close, delete, release or deploy work you did not start. The list below was taken when you started; run agent-box-session peers for a fresh one."
@@ -60,6 +61,24 @@ pub fn render(parts: &Parts<'_>) -> String {
     paragraphs.push(parts.peers.to_owned());
     paragraphs.push(parts.batch.to_owned());
     paragraphs.join("\n\n")
+}
+
+/// The ownership paragraph, naming only what works in this session (issue 20 item 4): the receiver that an
+/// `agent-box-webhook subscribe --claim` would wrap refuses `--claim`, and a claim takes effect only while the
+/// session's receiver plugin runs.
+fn ownership(own: &str, key: &str, claude: bool) -> String {
+    let head = format!(
+        "You are already subscribed to {own}: later events about the work you own come to you here, and the watch will not start another agent for them while you live, so finish the work or remove yourself rather than sit idle, and hand over rather than duplicate. You own the object that started you, not the whole repository."
+    );
+    if claude {
+        format!(
+            "{head} Once you open a pull request or push a branch, extend your subscription to {key} with your webhook_subscribe tool: an include predicate on pull_request.number for the PR, and for a branch one on the CI events' head_branch (workflow_run.head_branch, workflow_job.head_branch, check_suite.head_branch, check_run.check_suite.head_branch); webhook_subscriptions shows what you hold. Never claim the default branch. If a CI event started you, your claim is that one commit's CI and nothing more."
+        )
+    } else {
+        format!(
+            "{head} This harness cannot extend that claim: no claim protects a pull request you open or a branch you push, so events about them may start other sessions; before acting on a new event, check agent-box-session peers for one already on it."
+        )
+    }
 }
 
 /// The peers snapshot without its trailing newline, cut at a line boundary to 16 KiB of quoted size.
@@ -160,13 +179,19 @@ mod tests {
             assign: None,
             name: "hook-x-1234",
             ownership: None,
+            claude: true,
             peers: "P",
             batch: "B",
         };
         let plain = render(&parts);
         assert!(!plain.contains("already subscribed"));
         assert!(plain.ends_with("\n\nP\n\nB") && plain.contains("agent-box-session rm hook-x-1234"));
-        let seeded = render(&Parts { ownership: Some(("github:acme/x", "acme/x")), ..parts });
+        let seeded = render(&Parts { ownership: Some(("github:acme/x", "acme/x")), ..parts.clone() });
         assert!(seeded.contains("You are already subscribed to github:acme/x:"));
+        // Issue 20 item 4: only what works in the session; never the receiver wrapper's refused `--claim`.
+        assert!(seeded.contains("your webhook_subscribe tool") && seeded.contains("pull_request.number"));
+        let other = render(&Parts { ownership: Some(("github:acme/x", "acme/x")), claude: false, ..parts });
+        assert!(other.contains("no claim protects") && !other.contains("webhook_subscribe"));
+        assert!(!seeded.contains("agent-box-webhook ") && !other.contains("agent-box-webhook "));
     }
 }

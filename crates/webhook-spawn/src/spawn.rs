@@ -214,6 +214,7 @@ fn prompt(plan: &Plan, name: &SessionName, seeded: bool) -> String {
         assign: assignment_armed(&plan.text).then(assign_sentence),
         name: name.as_str(),
         ownership: seeded.then_some((own.as_str(), key.as_str())),
+        claude: plan.harness == "claude",
         peers: &plan.peers,
         batch: &bounded_batch(&plan.text),
     })

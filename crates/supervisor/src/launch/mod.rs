@@ -19,7 +19,7 @@ mod fields;
 mod files;
 mod prompt;
 mod resolve;
-mod script;
+pub(crate) mod script;
 #[cfg(test)]
 mod tests;
 

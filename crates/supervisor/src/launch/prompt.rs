@@ -9,16 +9,26 @@ use super::files::{self, MAX_READ};
 use super::{HarnessKind, claude};
 use crate::config::{Config, NoticePolicy};
 
-/// The notice sent to a resumed session, `{bid}` replaced by the launch id (golden-tested, exact).
+/// The notice sent to a resumed session, `{bid}` replaced by the launch id and `{check}` by [`CHECK_CHANNEL`] or
+/// [`CHECK_NO_CHANNEL`] (golden-tested, exact).
 const NOTICE_TEMPLATE: &str = "[agent-box] This session was stopped unexpectedly and restarted automatically \
 (launch {bid}). Your transcript is back, but nothing that happened while you were down was replayed. Re-check \
-what you were waiting for (CI runs, reviews, issues you claimed), confirm your webhook subscriptions with \
-agent-box-webhook status and subscribe again if any are missing, then carry on. If the work was already \
-finished, say so in one line and stop.";
+what you were waiting for (CI runs, reviews, issues you claimed), {check}, then carry on. If the work was \
+already finished, say so in one line and stop.";
 
-/// The restart notice for launch `bid`.
-pub fn restart_notice(bid: &str) -> String {
-    NOTICE_TEMPLATE.replace("{bid}", bid)
+/// Issue 20 item 4: a claude session started with the webhook channel holds its subscriptions in the receiver
+/// plugin, whose own tools list and add them (there is no `agent-box-webhook status` on a box running these
+/// programs).
+const CHECK_CHANNEL: &str = "list your webhook subscriptions with your webhook_subscriptions tool and add any \
+that are missing with webhook_subscribe";
+/// Any other session receives no webhook events, so nothing tells it when what it waits for changes.
+const CHECK_NO_CHANNEL: &str = "looking each one up yourself: this session receives no webhook events";
+
+/// The restart notice for launch `bid`; `channel` when the session runs the webhook channel (claude with
+/// `AGENT_BOX_WEBHOOK_REPO` set).
+pub fn restart_notice(bid: &str, channel: bool) -> String {
+    let check = if channel { CHECK_CHANNEL } else { CHECK_NO_CHANNEL };
+    NOTICE_TEMPLATE.replace("{bid}", bid).replace("{check}", check)
 }
 
 /// The prompt a start passes (empty = none), and whether it is the restart notice.
@@ -55,7 +65,8 @@ pub fn choose(config: &Config, name: &SessionName, kind: HarnessKind, facts: &Fa
         HarnessKind::Shell | HarnessKind::Generic => false,
     };
     if notice_applies && notice_wanted(config, name, transcript) {
-        return Choice { text: restart_notice(&facts.bid), notice: true };
+        let channel = kind == HarnessKind::Claude && config.webhook;
+        return Choice { text: restart_notice(&facts.bid, channel), notice: true };
     }
     Choice::prompt("")
 }
@@ -94,14 +105,25 @@ mod tests {
     #[test]
     fn the_notice_text_is_exact() {
         let bid = "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90";
+        let head = "[agent-box] This session was stopped unexpectedly and restarted automatically (launch \
+                    0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90). Your transcript is back, but nothing that happened while \
+                    you were down was replayed. Re-check what you were waiting for (CI runs, reviews, issues you \
+                    claimed), ";
+        let tail = ", then carry on. If the work was already finished, say so in one line and stop.";
         assert_eq!(
-            restart_notice(bid),
-            "[agent-box] This session was stopped unexpectedly and restarted automatically (launch \
-             0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90). Your transcript is back, but nothing that happened while you \
-             were down was replayed. Re-check what you were waiting for (CI runs, reviews, issues you claimed), \
-             confirm your webhook subscriptions with agent-box-webhook status and subscribe again if any are \
-             missing, then carry on. If the work was already finished, say so in one line and stop."
+            restart_notice(bid, true),
+            format!(
+                "{head}list your webhook subscriptions with your webhook_subscriptions tool and add any that are \
+                 missing with webhook_subscribe{tail}"
+            )
         );
-        assert!(!restart_notice(bid).contains("  ") && !restart_notice(bid).contains('\n'));
+        assert_eq!(
+            restart_notice(bid, false),
+            format!("{head}looking each one up yourself: this session receives no webhook events{tail}")
+        );
+        for channel in [true, false] {
+            let notice = restart_notice(bid, channel);
+            assert!(!notice.contains("  ") && !notice.contains('\n') && !notice.contains("agent-box-webhook "));
+        }
     }
 }

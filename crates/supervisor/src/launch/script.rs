@@ -11,9 +11,47 @@ use registry::quote::{push_quoted, push_words};
 const CRASH_LINE: &[u8] = b"echo \"[agent-box] the agent exited with status $s; this shell is kept for inspection - \
 exit it to restart the session\"";
 
-/// SCRIPT without its trailing newline.
+/// The env-store loader (issue 20, docs/env-store.md), before the command line: a POSIX-sh read loop over the
+/// store, read when the pane starts. No `eval` and no `.`: a value is only ever the operand of `export "K=V"`, so
+/// it reaches the agent byte for byte and is never parsed. The line rules are those of `registry::envstore`:
+/// spaces, tabs and CRs trimmed around the line and the key, one pair of quotes stripped, `#`, blank and
+/// malformed lines skipped, the last of a key winning. `AGENT_BOX_*`, the loader's own `_abx_*` and the pane's
+/// own variables (§12.7, added by [`push_loader`]) are never exported, so they always win.
+const LOADER_HEAD: &[u8] = b"if [ -f \"$_abx_f\" ] && [ -r \"$_abx_f\" ]; then
+_abx_w=$(printf ' \\t\\r'); _abx_a=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_
+while IFS= read -r _abx_l || [ -n \"$_abx_l\" ]; do
+_abx_l=${_abx_l#\"${_abx_l%%[!$_abx_w]*}\"}; _abx_l=${_abx_l%\"${_abx_l##*[!$_abx_w]}\"}
+case $_abx_l in '#'*) continue ;; *=*) ;; *) continue ;; esac
+_abx_k=${_abx_l%%=*}; _abx_v=${_abx_l#*=}
+_abx_k=${_abx_k#\"${_abx_k%%[!$_abx_w]*}\"}; _abx_k=${_abx_k%\"${_abx_k##*[!$_abx_w]}\"}
+case $_abx_k in ''|[!$_abx_a]*|*[!0123456789$_abx_a]*|AGENT_BOX_*|_abx_*";
+
+const LOADER_TAIL: &[u8] = b") continue ;; esac
+case $_abx_v in \\\"*\\\"|\\'*\\') _abx_v=${_abx_v#?}; _abx_v=${_abx_v%?} ;; esac
+export \"$_abx_k=$_abx_v\"
+done < \"$_abx_f\"
+fi
+unset _abx_f _abx_w _abx_a _abx_l _abx_k _abx_v
+";
+
+/// The loader lines for the store at `store`, the pane's own variable names (§12.7) added to the skipped keys.
+pub fn push_loader(out: &mut Vec<u8>, store: &Path, own: &[(String, String)]) {
+    out.extend_from_slice(b"_abx_f=");
+    push_quoted(out, store.as_os_str().as_bytes());
+    out.push(b'\n');
+    out.extend_from_slice(LOADER_HEAD);
+    // The names are keys of §12.7 (letters and '_'): bare words in a case pattern.
+    for (key, _) in own.iter().filter(|(k, _)| !k.starts_with("AGENT_BOX_")) {
+        out.push(b'|');
+        push_quoted(out, key.as_bytes());
+    }
+    out.extend_from_slice(LOADER_TAIL);
+}
+
+/// SCRIPT without its trailing newline: the env-store loader, then the command line of §12.5.
 pub fn render(config: &Config, prepared: &Prepared, lease_gen: &GenArg) -> Vec<u8> {
     let mut out = Vec::new();
+    push_loader(&mut out, &registry::envstore::store_path(config.paths.home()), &prepared.env);
     if let Some(env_exec) = &config.env_exec {
         push_quoted(&mut out, env_exec.as_os_str().as_bytes());
         out.push(b' ');

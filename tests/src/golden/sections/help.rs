@@ -10,8 +10,8 @@ use crate::golden::world::World;
 
 const BINARIES: [&str; 4] =
     ["agent-box-supervisor", "agent-box-session", "agent-box-webhook-spawn", "agent-box-mark-stopped"];
-const VERBS: [&str; 11] =
-    ["ls", "peers", "capacity", "leases", "log", "add", "rm", "stop", "restart", "attach", "completions"];
+const VERBS: [&str; 12] =
+    ["ls", "peers", "capacity", "leases", "log", "add", "rm", "stop", "restart", "attach", "completions", "env"];
 
 /// Every artefact of `golden/help/` and `golden/mark-stopped/`.
 pub fn render(out: &mut Artefacts) {
@@ -22,6 +22,10 @@ pub fn render(out: &mut Artefacts) {
     for verb in VERBS {
         let inv = Invocation::product("agent-box-session").args([verb, "--help"]);
         out.capture(&format!("help/agent-box-session-{verb}.txt"), &world, &inv);
+    }
+    for verb in ["ls", "set", "rm"] {
+        let inv = Invocation::product("agent-box-session").args(["env", verb, "--help"]);
+        out.capture(&format!("help/agent-box-session-env-{verb}.txt"), &world, &inv);
     }
     for binary in BINARIES {
         out.capture(&format!("help/{binary}-version.txt"), &world, &Invocation::product(binary).arg("--version"));

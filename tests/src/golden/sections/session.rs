@@ -42,6 +42,42 @@ pub fn render(out: &mut Artefacts) {
     let world = box_world();
     listings(&world, out);
     messages(&world, out);
+    env_store(&world, out);
+}
+
+/// The store's path under HOME.
+const ENV_STORE: &str = ".config/agent-box/env";
+
+/// `env ls|set|rm` (issue 20): on a box without a store, then on one shaped as the settings daemon and the old CLI
+/// leave it (header, quotes, a malformed line, a key written twice). No value is ever on a command line here or
+/// in any output: `env set KEY ''` pins the command-line warning with an empty one.
+fn env_store(world: &World, out: &mut Artefacts) {
+    let env = |args: &[&str]| session().arg("env").args(args.iter().copied());
+    let _ = fs::remove_file(world.home().join(ENV_STORE));
+    out.capture("session/env/ls-no-store.txt", world, &env(&["ls"]));
+    out.capture("session/env/ls-no-store-json.txt", world, &env(&["ls", "--json"]));
+    out.capture("session/env/rm-no-store.txt", world, &env(&["rm", "GH_TOKEN"]));
+    out.capture("session/env/set-new-store.txt", world, &env(&["set", "GH_TOKEN"]).stdin_fixture("env/value"));
+    let store = world.home().join(ENV_STORE);
+    world.write_home_file(ENV_STORE, &crate::golden::world::fixture("env/store"));
+    out.capture("session/env/ls.txt", world, &env(&["ls"]));
+    out.capture("session/env/ls-json.txt", world, &env(&["ls", "--json"]));
+    let cases: [(&str, Invocation); 9] = [
+        ("set-replace", env(&["set", "GH_TOKEN"]).stdin_fixture("env/value")),
+        ("set-argument", env(&["set", "EMPTY_ONE", ""])),
+        ("set-bad-key", env(&["set", "1BAD"]).stdin_fixture("env/value")),
+        ("set-hyphen-key", env(&["set", "GH-TOKEN"]).stdin_fixture("env/value")),
+        ("set-reserved", env(&["set", "AGENT_BOX_SESSION_ID"]).stdin_fixture("env/value")),
+        ("set-newline", env(&["set", "MULTI"]).stdin_fixture("env/two-lines")),
+        ("set-empty-stdin", env(&["set", "NOTHING"])),
+        ("rm", env(&["rm", "OPENAI_API_KEY"])),
+        ("rm-absent", env(&["rm", "NEVER_SET"])),
+    ];
+    for (id, inv) in cases {
+        world.write_home_file(ENV_STORE, &crate::golden::world::fixture("env/store"));
+        out.capture(&format!("session/env/{id}.txt"), world, &inv);
+    }
+    let _ = fs::remove_file(&store);
 }
 
 fn listings(world: &World, out: &mut Artefacts) {
@@ -133,7 +169,7 @@ fn messages(world: &World, out: &mut Artefacts) {
         ("M34", session().arg("peers").env("AGENT_BOX_TMUX_BIN", &no_tmux)),
         ("M35", session().arg("peers").env("AGENT_BOX_TMUX_SOCKET", format!("{}-idle", world.sb.socket()))),
         ("M36", session().args(["log", "-n", "0"])),
-        ("M37", session().args(["env", "list"])),
+        ("M37", session().args(["whatsapp", "list"])),
         ("M38", session().arg("leases")),
         ("M39", add().arg("x").env("USER", "a/b")),
         ("M40", session().args(["rm", "nosuch"])),

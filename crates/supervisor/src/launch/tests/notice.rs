@@ -55,7 +55,7 @@ fn rule_3_a_transcript_without_a_real_reply_gets_the_initial_prompt_and_no_notic
 
 #[test]
 fn rule_4_and_5_restart_notice_matrix() {
-    let notice = restart_notice(BID);
+    let notice = restart_notice(BID, false);
     // lease / filter with a topic / open claude turn / none ⇒ notice, notice, notice, no prompt.
     let fx = Fixture::new();
     fx.transcript(BID, &[USER, DONE]);
@@ -111,7 +111,7 @@ fn never_and_always_override_the_signals() {
     fx.transcript(BID, &[USER, DONE]);
     for word in ["always", "1", "true"] {
         fx.set("AGENT_BOX_RESTART_NOTICE", word);
-        assert_eq!(claude_prompt(&fx.prepare(resumed_claude()).unwrap()), Some(restart_notice(BID)), "{word}");
+        assert_eq!(claude_prompt(&fx.prepare(resumed_claude()).unwrap()), Some(restart_notice(BID, false)), "{word}");
     }
 }
 
@@ -122,7 +122,7 @@ fn codex_with_a_target_gets_the_notice_and_generic_never_does() {
     fx.lease("main", "{}");
     let p =
         fx.prepare(json!({"agent": "codex", "boxSessionId": BID, "hasRun": true, "skipPermissions": false})).unwrap();
-    let notice = restart_notice(BID);
+    let notice = restart_notice(BID, false);
     assert_eq!(argv(&p), words(&fx.bin("codex"), &["resume", "--", OTHER, &notice]));
     let p = fx.prepare(json!({"agent": "tool", "boxSessionId": BID, "hasRun": true})).unwrap();
     assert_eq!((argv(&p), p.restart_notice), (words(&fx.bin("tool"), &[]), false));
@@ -136,5 +136,5 @@ fn the_notice_of_a_rotated_launch_names_the_new_id() {
     fx.transcript(OTHER, &[USER, DONE]);
     fx.live_id(BID, OTHER);
     let p = fx.prepare(resumed_claude()).unwrap();
-    assert_eq!(claude_prompt(&p), Some(restart_notice(OTHER)));
+    assert_eq!(claude_prompt(&p), Some(restart_notice(OTHER, false)));
 }
