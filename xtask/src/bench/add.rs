@@ -53,6 +53,54 @@ pub fn run(_bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
         add_only.push(a);
     }
     push_metrics(metrics, total, add_only);
+    env_store_cost(&world, &watch, &agents, metrics)
+}
+
+/// Rounds of the env-store comparison (issue 20); each round times one add of either store, order alternating.
+const ENV_ROUNDS: usize = 20;
+/// Keys of the larger store.
+const ENV_KEYS: usize = 50;
+/// The two header lines the old CLI and the settings daemon write.
+const ENV_HEADER: &str = "# Managed by agent-box settings page. KEY=value, one per line.\n\
+# Do not add secrets by hand here unless you know what you are doing.\n";
+
+/// Issue 20: every pane's launch script reads the env store when it starts, so its size is paid per spawn. Rounds
+/// of add → agent running with an empty store and with one of 50 keys, in alternating order within each round
+/// (the same loop, the same idle entries); the per-round ratio says what the 50 keys cost.
+fn env_store_cost(world: &LoopWorld, watch: &Watch, agents: &Path, metrics: &mut Vec<Metric>) -> Outcome<()> {
+    let store = world.sandbox.home().join(".config/agent-box/env");
+    let full: String = (0..ENV_KEYS).fold(ENV_HEADER.to_owned(), |mut text, k| {
+        text.push_str(&format!("BENCH_KEY_{k}=value of key {k} with = and 'quotes'\n"));
+        text
+    });
+    println!(
+        "{SECTION}: {ENV_ROUNDS} rounds of add with an empty env store and one of {ENV_KEYS} keys, order alternating:"
+    );
+    let (mut empty, mut fifty, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..ENV_ROUNDS {
+        let mut pair = [0.0_f64; 2];
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for which in order {
+            let text = if which == 0 { ENV_HEADER } else { full.as_str() };
+            std::fs::write(&store, text).context(|| format!("writing {}", store.display()))?;
+            pair[which] = trial(world, watch, agents, &format!("env-{which}-{round}"))?.0;
+        }
+        empty.push(pair[0]);
+        fifty.push(pair[1]);
+        ratios.push(pair[1] / pair[0]);
+    }
+    let _ = std::fs::remove_file(&store);
+    let ratio = super::stats::Summary::of(&ratios).map_or(f64::NAN, |s| s.median);
+    metrics.push(
+        Metric::sampled(SECTION, format!("add -> agent running, env store of {ENV_KEYS} keys"), Unit::Millis, fifty)
+            .with_ratio(ratio, "empty store, same rounds (median of per-round ratios)"),
+    );
+    metrics.push(Metric::sampled(
+        SECTION,
+        "    add -> agent running, empty env store, same rounds",
+        Unit::Millis,
+        empty,
+    ));
     Ok(())
 }
 
