@@ -137,7 +137,7 @@ impl Supervisor {
         let name = &prepared.name;
         let Ok(mut fresh) = read_for_write(guard.registry()) else { return };
         let Some(entry) = fresh.entry(name.as_str()).filter(|e| !e.stopped()) else { return };
-        if *entry.raw() != prepared.entry {
+        if !same_start(entry.raw(), &prepared.entry) {
             // Issue 17 row 10: the entry changed (another life, a new prompt) while this start was prepared from
             // the tick document; its write woke the loop, and the next tick prepares again from what is there now.
             self.log.line(&messages::changed_while_preparing(name));
@@ -311,5 +311,44 @@ impl Supervisor {
                 me.record_side_file(name, &side);
             }
         });
+    }
+}
+
+/// The keys of an entry that do not shape a start: `stopped` is checked on its own under the lock, and `died` is
+/// removed by the start's intent whatever it holds. A writer toggling them (stop/restart) must not keep a start
+/// from ever passing the pre-check.
+const NOT_LAUNCH_INPUT: [&str; 2] = ["stopped", "died"];
+
+/// Issue 17 row 10: the entry under the lock is the one the start was prepared from, but for the keys above.
+fn same_start(fresh: &Map<String, Value>, prepared: &Map<String, Value>) -> bool {
+    let shaping =
+        |map: &Map<String, Value>| map.iter().filter(|(key, _)| !NOT_LAUNCH_INPUT.contains(&key.as_str())).count();
+    shaping(fresh) == shaping(prepared)
+        && fresh
+            .iter()
+            .filter(|(key, _)| !NOT_LAUNCH_INPUT.contains(&key.as_str()))
+            .all(|(key, value)| prepared.get(key) == Some(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn map(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_start_survives_stop_and_died_toggles_but_not_another_life_or_prompt() {
+        let prepared = map(json!({"agent": "tool", "life": "a", "initialPrompt": "p"}));
+        assert!(same_start(&map(json!({"agent": "tool", "life": "a", "initialPrompt": "p", "died": 1})), &prepared));
+        assert!(same_start(
+            &map(json!({"agent": "tool", "stopped": false, "life": "a", "initialPrompt": "p"})),
+            &prepared
+        ));
+        assert!(!same_start(&map(json!({"agent": "tool", "life": "b", "initialPrompt": "p"})), &prepared));
+        assert!(!same_start(&map(json!({"agent": "tool", "life": "a", "initialPrompt": "q"})), &prepared));
+        assert!(!same_start(&map(json!({"agent": "tool", "life": "a"})), &prepared));
     }
 }
