@@ -58,3 +58,14 @@ pub fn write_locked(guard: &RegistryLock, doc: &Document) -> Result<(), SessionE
 pub fn checked_name(name: &str) -> Result<SessionName, SessionError> {
     SessionName::parse(name).map_err(|reason| SessionError::BadName { raw: name.to_owned(), reason })
 }
+
+/// The expectation a verb settles a listed entry's lease with (issue 17, docs/lives.md L-3): the entry's life, which
+/// is the gen of the only lease a pane of that life can hold; for an entry without one, the gen its side file
+/// recorded, else any lease.
+pub fn lease_expectation(ctx: &Context, name: &SessionName, entry: registry::Entry<'_>) -> lease::Expect {
+    entry
+        .life()
+        .and_then(lease::Gen::parse)
+        .or_else(|| view::read::side_lease_gen(&ctx.paths, name))
+        .map_or(lease::Expect::Any, lease::Expect::Gen)
+}

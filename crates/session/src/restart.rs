@@ -9,12 +9,12 @@
 //! session whose pane was already gone (nothing is restarted there that a loss did not end first): when the kill
 //! finds no pane of a session that was not stopped, the mark is taken back.
 
-use lease::{Changed, Expect, Gen, HookLog, LeaseDir};
+use lease::{Changed, Expect, HookLog, LeaseDir};
 use registry::{Document, SessionName};
 use view::{Context, KillResult};
 
 use crate::error::{KillFailure, SessionError};
-use crate::locked::{checked_name, read_locked, registry_present, with_locked, write_locked};
+use crate::locked::{checked_name, lease_expectation, read_locked, registry_present, with_locked, write_locked};
 use crate::messages;
 use crate::out::Out;
 
@@ -102,11 +102,7 @@ fn mark_restart(
     unstopped: bool,
 ) -> (Option<Marked>, Option<String>) {
     let Some(entry) = doc.entry(name.as_str()).filter(|e| e.died().is_none()) else { return (None, None) };
-    let expect = entry
-        .life()
-        .and_then(Gen::parse)
-        .or_else(|| view::read::side_lease_gen(&ctx.paths, name))
-        .map_or(Expect::Any, Expect::Gen);
+    let expect = lease_expectation(ctx, name, entry);
     let log = HookLog::new(ctx.paths.hook_log());
     match LeaseDir::new(ctx.paths.lease_dir()).record_restart(name, &expect, Some(&log)) {
         Ok(Changed::RestartRecorded { .. }) => (Some(Marked { name: name.clone(), expect, unstopped }), None),

@@ -12,7 +12,7 @@ use serde_json::Value;
 use view::{Context, KillResult};
 
 use crate::error::{KillFailure, SessionError};
-use crate::locked::{checked_name, read_locked, registry_present, with_locked, write_locked};
+use crate::locked::{checked_name, lease_expectation, read_locked, registry_present, with_locked, write_locked};
 use crate::messages;
 use crate::out::Out;
 
@@ -26,11 +26,12 @@ pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError>
         let mut doc = read_locked(guard)?;
         let Some(mut entry) = doc.entry_mut(&name) else { return Err(SessionError::NoSuchSession(raw.to_owned())) };
         let ephemeral = entry.view().ephemeral();
+        let expect = lease_expectation(ctx, &name, entry.view());
         let flagged = entry.set("stopped", Value::Bool(true));
         if flagged {
             write_locked(guard, &doc)?;
         }
-        Ok((ephemeral, flagged, mark_stopped(ctx, &name)))
+        Ok((ephemeral, flagged, mark_stopped(ctx, &name, &expect)))
     })?;
     if let Some(warning) = lease_warning {
         out.warn(warning);
@@ -48,13 +49,13 @@ pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError>
     Ok(())
 }
 
-/// LS-6.3: `mark_outcome(stopped)` against the gen the side file recorded (`Any` without one). No lease, an
-/// outcome already set (the first wins) or another gen change nothing; a lease error is one warning line.
-fn mark_stopped(ctx: &Context, name: &SessionName) -> Option<String> {
-    let expect = view::read::side_lease_gen(&ctx.paths, name).map_or(Expect::Any, Expect::Gen);
+/// LS-6.3: `mark_outcome(stopped)` against the entry's lease (its life; the side file's gen or `Any` for an entry
+/// without one, `lease_expectation`). No lease, an outcome already set (the first wins) or another gen change
+/// nothing; a lease error is one warning line.
+fn mark_stopped(ctx: &Context, name: &SessionName, expect: &Expect) -> Option<String> {
     let leases = LeaseDir::new(ctx.paths.lease_dir());
     leases
-        .mark_outcome(name, &Outcome::Stopped, &expect)
+        .mark_outcome(name, &Outcome::Stopped, expect)
         .err()
         .map(|err| format!("lease of '{name}' not marked stopped: {err}"))
 }
