@@ -75,6 +75,10 @@ impl World {
             exit::SETUP
         })?;
         let _ = fs::remove_dir_all(&root);
+        // The root and target/tmp above it get ordinary modes first: ensure_private_dir makes every directory it
+        // creates 0700, and a 0700 target/tmp kept the unprivileged test user of `cargo xtask ci` (faults::f1) out
+        // of its slot sandbox after a demo.
+        fs::create_dir_all(&root).map_err(|e| setup_error(&root, &e))?;
         registry::ensure_private_dir(&home).map_err(|e| setup_error(&home, &e))?;
         let pid = std::process::id();
         let socket = format!("abx-demo-{pid}");
