@@ -305,6 +305,7 @@ fn x02_i15_concurrent_cli_writers_while_spawning_lose_nothing() {
         });
         for round in 0..2 {
             sb.agent("parked").control("exit-after 0.3 1");
+            let starts_before = sb.agent("parked").starts();
             std::thread::scope(|w| {
                 for i in 0..6 {
                     let name = format!("f{round}-{i}");
@@ -330,6 +331,9 @@ fn x02_i15_concurrent_cli_writers_while_spawning_lose_nothing() {
                     }
                 });
             });
+            // The round ends on a restart; waiting for that revival to start (and, under the control, crash)
+            // makes the "crashed and restarted meanwhile" below a fact rather than a race with the tick.
+            wait_until("parked revived after the round", || sb.agent("parked").starts() > starts_before);
         }
         sb.agent("parked").control("run");
         ok(sb, &["restart", "parked"]);
