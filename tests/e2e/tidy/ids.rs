@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::PathBuf;
 
-use super::{relative, rust_files, workspace_root};
+use super::{relative, workspace_root};
 
 /// Families written with a dash and a section number: `RG-7.10`, `SUP-7.1`, `L-3` (docs/lives.md).
 const DASHED: [&str; 14] = ["A", "CI", "GD", "L", "LS", "MS", "NX", "OV", "Q", "RG", "SUP", "TMX", "UP", "XT"];
@@ -37,6 +37,29 @@ const NAME_FAMILIES: [(&str, &str, &[usize]); 14] = [
     ("d", "D", &[1, 2]),
     ("l", "L", &[1, 2]),
 ];
+
+/// Every `.rs` file of the workspace outside `target/` and `.git/`; unlike the other tidy checks this includes the
+/// golden renderer (`tests/src/golden/`), whose comments cite ids too.
+fn rust_files() -> Vec<PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if matches!(entry.file_name().to_str(), Some("target" | ".git")) {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&workspace_root(), &mut files);
+    files.sort();
+    files
+}
 
 /// Ids cited in `text`, in the docs spelling (`80 I9` when the citation names the file of an ambiguous id).
 fn ids_in(text: &str) -> Vec<String> {
