@@ -252,10 +252,50 @@ fn cited_ids() -> BTreeMap<String, String> {
     cited
 }
 
+/// Ids cited in the other files a reader meets: the `#` comments of the Nix files, shell scripts, manifests and
+/// `.ci/run`, and the text of the README.
+fn cited_outside_rust() -> BTreeMap<String, String> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if matches!(entry.file_name().to_str(), Some("target" | ".git" | "golden" | "docs" | "fixtures")) {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "nix" || e == "sh" || e == "toml")
+                || path.ends_with(".ci/run")
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&workspace_root(), &mut files);
+    let mut cited = BTreeMap::new();
+    for file in files {
+        for (number, line) in fs::read_to_string(&file).unwrap().lines().enumerate() {
+            for id in line.find('#').map(|at| ids_in(&line[at..])).unwrap_or_default() {
+                cited.entry(id).or_insert_with(|| format!("{}:{}", relative(&file), number + 1));
+            }
+        }
+    }
+    let readme = fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    for (number, line) in readme.lines().enumerate() {
+        for id in ids_in(line) {
+            cited.entry(id).or_insert_with(|| format!("README.md:{}", number + 1));
+        }
+    }
+    cited
+}
+
 #[test]
 fn every_id_cited_in_code_or_tests_is_defined_in_docs() {
     let defined = defined_ids();
-    let missing: Vec<String> = cited_ids()
+    let mut cited = cited_outside_rust();
+    cited.extend(cited_ids());
+    let missing: Vec<String> = cited
         .into_iter()
         .filter(|(id, _)| !resolves(id, &defined))
         .map(|(id, place)| format!("{id} (cited at {place})"))
