@@ -4,6 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+mod ids;
+
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
@@ -77,63 +79,6 @@ fn the_tmux_literal_detector_works() {
     assert!(starts_tmux_from_a_literal(concat!("std::process::Command::new(", r#""/usr/bin/tmux").arg("ls")"#)));
     assert!(!starts_tmux_from_a_literal(r#"Command::new("tmuxinator")"#));
     assert!(!starts_tmux_from_a_literal(r#"Command::new(&config.bin)"#));
-}
-
-/// The scenario IDs of 80-acceptance a test name starts with: `sv07_…` gives sv07, `rg14_cl05_…` gives both
-/// (a scenario shared by two catalogues is implemented once and named after both).
-fn leading_ids(name: &str) -> Vec<String> {
-    let mut ids = Vec::new();
-    let mut rest = name;
-    loop {
-        let letters: String = rest.chars().take_while(char::is_ascii_lowercase).collect();
-        let digits: String = rest[letters.len()..].chars().take_while(char::is_ascii_digit).collect();
-        let known = matches!(letters.as_str(), "rg" | "ls" | "ms" | "sv" | "cl" | "wh" | "x" | "h" | "up");
-        let after = &rest[letters.len() + digits.len()..];
-        if !known || digits.len() != 2 || !after.starts_with('_') {
-            return ids;
-        }
-        ids.push(format!("{letters}{digits}"));
-        rest = &after[1..];
-    }
-}
-
-/// Every scenario ID named by a test function in the workspace.
-fn scenario_ids_in_tests() -> std::collections::BTreeSet<String> {
-    let mut ids = std::collections::BTreeSet::new();
-    for file in rust_files() {
-        for line in fs::read_to_string(&file).unwrap().lines() {
-            if let Some(rest) = line.trim_start().strip_prefix("fn ") {
-                ids.extend(leading_ids(rest));
-            }
-        }
-    }
-    ids
-}
-
-#[test]
-fn scenario_ids_are_read_from_the_start_of_test_names() {
-    assert_eq!(leading_ids("rg14_cl05_eight_adds()"), ["rg14", "cl05"]);
-    assert_eq!(leading_ids("sv07_i6_killed()"), ["sv07"]);
-    assert_eq!(leading_ids("up01_up02_upgrade()"), ["up01", "up02"]);
-    assert!(leading_ids("help_and_usage()").is_empty());
-    assert!(leading_ids("x1_short()").is_empty());
-}
-
-#[test]
-fn every_listed_scenario_has_a_test_and_every_scenario_test_is_listed() {
-    let listed: std::collections::BTreeSet<String> =
-        fs::read_to_string(workspace_root().join("tests/acceptance-ids.txt"))
-            .unwrap()
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(str::to_owned)
-            .collect();
-    let tested = scenario_ids_in_tests();
-    let untested: Vec<_> = listed.difference(&tested).collect();
-    let unknown: Vec<_> = tested.difference(&listed).collect();
-    assert!(untested.is_empty(), "IDs in tests/acceptance-ids.txt without a test: {untested:?}");
-    assert!(unknown.is_empty(), "tests named after IDs not in tests/acceptance-ids.txt: {unknown:?}");
 }
 
 /// The dependencies a manifest declares, by section (`dependencies`, `dev-dependencies`, `build-dependencies`),

@@ -55,17 +55,17 @@ pub fn no_free_name(harness: &str) -> String {
     format!("could not find a free name for a {harness} session; give one explicitly")
 }
 
-/// M20.
+/// M20: a registry that does not parse stops every writer (exit 1), so no edit is made on a guess.
 pub fn does_not_parse(file: &str, detail: &str) -> String {
     format!(
         "{file} does not parse ({detail}); nothing was changed — the supervisor moves a corrupt registry aside on its next pass"
     )
 }
-/// M20b.
+/// M20b: a registry that exists but cannot be read is not an empty one; nothing is changed (exit 1).
 pub fn cannot_read(file: &str, error: &str) -> String {
     format!("cannot read {file} ({error}); nothing was changed")
 }
-/// M21.
+/// M21: the durable write failed; the old registry is still in place, so the line says nothing changed.
 pub fn could_not_write(file: &str, reason: &str) -> String {
     format!("could not write {file}: {reason}; nothing was changed")
 }
@@ -145,7 +145,7 @@ pub fn no_supervisor(registry: &str) -> String {
     )
 }
 
-/// M24.
+/// M24: the registry was edited but the pane could not be killed; the caller says which edit stands.
 pub fn kill_failed(name: &str, reason: &str) -> String {
     format!("could not kill tmux session '{}': {reason}", echoed_name(name))
 }
@@ -175,23 +175,24 @@ pub const ALL_RESTARTED: &str =
     "all sessions killed — the supervisor restarts each within ~2s (re-reading the env store)";
 pub const NOTHING_TO_RESTART: &str = "no session is listed, so there is nothing to restart";
 
-/// M32.
+/// M32: `ls` still answers without tmux, but says that every state it shows assumes no pane is up.
 pub fn live_unknown_assumed(reason: &str) -> String {
     format!("cannot ask tmux which sessions are live ({reason}); every state below assumes no pane is up")
 }
-/// M33.
+/// M33: `ls` of an unusable registry shows no listed session and says why (exit 0, so scripts still get a list).
 pub fn registry_unusable(file: &str, reason: &str) -> String {
     format!("{file} does not parse or cannot be read ({reason}); showing no listed session")
 }
-/// M34.
+/// M34: `peers` and `attach` need the live set; without it they fail (exit 1) instead of guessing.
 pub fn live_unknown(reason: &str) -> String {
     format!("cannot ask tmux which sessions are live ({reason})")
 }
-/// M36.
+/// M36: `log -n` takes a count of at least 1; anything else is a usage error (exit 2).
 pub fn bad_count(value: &str) -> String {
     format!("-n wants a whole number of at least 1, not '{}'", echoed_name(value))
 }
-/// M37.
+/// M37: a verb or option of the old tool that this build leaves out (`whatsapp`, `profile`) is refused with its reason
+/// (exit 2) instead of being accepted and ignored.
 pub fn not_in_build(what: &str, why: &str) -> String {
     format!("'{what}' is not part of this build ({why})")
 }

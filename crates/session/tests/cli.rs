@@ -141,6 +141,7 @@ fn cl04_auto_names_follow_the_harness_then_the_directory() {
     assert_eq!(doc.names().collect::<Vec<_>>(), ["tool", "my-app", "my-app-2"]);
 }
 
+// RG15 is checked at the end: a shell session is admitted although the box is full.
 #[test]
 fn rg14_cl05_eight_concurrent_adds_at_limit_two() {
     let sb = Sandbox::new();

@@ -190,6 +190,7 @@ impl Watches {
     }
 }
 
+/// L18: a stop is announced, and says the sessions keep running, so a journal reader does not expect them gone.
 fn stop_on(supervisor: &mut Supervisor, signal: nix::sys::signal::Signal) -> Stop {
     supervisor.log_line(&format!("{} received; exiting after this tick (sessions keep running)", signal.as_str()));
     Stop::Done

@@ -156,7 +156,7 @@ impl Supervisor {
         self.log.warn(text);
     }
 
-    /// L1.
+    /// L1: the first line of every start names the socket and the registry, so the journal shows which box it serves.
     pub fn log_started(&mut self) {
         let (socket, dir) = (self.config.tmux.socket.clone(), self.config.tmux.socket_dir.display().to_string());
         let registry = self.config.paths.registry().display().to_string();
@@ -218,6 +218,7 @@ impl Supervisor {
                 None
             }
             Err(err) => {
+                // L2, once per streak: every tick retries, so repeating the line would only flood the journal.
                 if self.latches.tmux_down.raise() {
                     self.log.error(&format!(
                         "cannot reach tmux ({}); no session can be started or checked; retrying every tick",

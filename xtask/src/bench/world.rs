@@ -16,8 +16,8 @@ use super::fail::{Context, Failure, Outcome, fail};
 use crate::run;
 
 /// A root laid out like a box user's home (`<root>/home/agent/...`, by `registry::Paths`, the layout the products
-/// use), at a fixed path so that the epilogue baked for it comes from the bake cache on every run after the first
-/// (XT-5.4).
+/// use), at a fixed path: the bake cache is keyed by the baked paths (XT-5.4), so every run after the first reuses
+/// the epilogue baked for it instead of building one.
 #[derive(Debug, Clone)]
 pub struct BenchRoot {
     pub root: PathBuf,
