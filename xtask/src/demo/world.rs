@@ -6,13 +6,12 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use agent_box_tests::bake::{Profile, bake};
 use agent_box_tests::bins::bin_dir;
 use lease::LeaseDir;
-use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sigaction};
+use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use registry::SessionName;
 use serde_json::Value;
@@ -21,13 +20,6 @@ use tmux::{Tmux, TmuxApi, TmuxConfig};
 use crate::{exit, run};
 
 const AGENT_SCRIPT: &str = include_str!("agent.sh");
-
-/// Set by SIGINT/SIGTERM; every wait loop checks it (XT-3.5).
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_interrupt(_: nix::libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
 
 #[derive(Debug)]
 pub struct World {
@@ -51,7 +43,8 @@ impl World {
             );
             return Err(exit::SETUP);
         };
-        install_interrupt_handler();
+        // Every wait loop checks the harness's interrupt flag (XT-3.5).
+        agent_box_tests::interrupt::install();
         let mut build = run::command("cargo");
         build.args(["build", "--workspace", "--bins", "--locked"]);
         let built = if quiet {
@@ -146,7 +139,7 @@ impl World {
         &self.tmux
     }
     pub fn interrupted(&self) -> bool {
-        INTERRUPTED.load(Ordering::SeqCst)
+        agent_box_tests::interrupt::received()
     }
     pub fn elapsed_secs(&self) -> u64 {
         self.started.elapsed().as_secs()
@@ -238,15 +231,4 @@ const SEED: &str = r#"{
 fn setup_error(path: &Path, err: &std::io::Error) -> u8 {
     println!("demo: cannot prepare {}: {err}", path.display());
     exit::SETUP
-}
-
-fn install_interrupt_handler() {
-    let action = SigAction::new(SigHandler::Handler(on_interrupt), SaFlags::SA_RESTART, SigSet::empty());
-    for signal in [Signal::SIGINT, Signal::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic flag, which is async-signal-safe.
-        #[allow(unsafe_code)]
-        unsafe {
-            let _ = sigaction(signal, &action);
-        }
-    }
 }
