@@ -15,6 +15,7 @@ pub mod golden;
 pub mod held;
 pub mod install;
 pub mod interrupt;
+pub mod kill;
 pub mod ops;
 pub mod privilege;
 pub mod property;
