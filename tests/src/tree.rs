@@ -1,8 +1,11 @@
-//! The one listing of the workspace's source files, through `git ls-files`, for the tidy checks and xtask's `.nix`
-//! parse: what git tracks plus new files it does not ignore, so `target/`, `.git/` and a `result` link into the
-//! Nix store are never entered, and a file written but not committed is checked before it is committed.
+//! The two file listings every test and command uses. [`files`]: the workspace's source files, through
+//! `git ls-files`, for the tidy checks and xtask's `.nix` parse: what git tracks plus new files it does not ignore,
+//! so `target/`, `.git/` and a `result` link into the Nix store are never entered, and a file written but not
+//! committed is checked before it is committed. [`below`]: everything under a sandbox directory, which no git
+//! knows, for the tests that compare or search a tree.
 
 use std::ffi::OsStr;
+use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -25,6 +28,26 @@ pub fn files(root: &Path, pathspecs: &[&str]) -> io::Result<Vec<PathBuf>> {
     found.sort();
     found.dedup();
     Ok(found)
+}
+
+/// Every path below `dir` (files, directories and links; links are listed, never followed), sorted; nothing when
+/// `dir` is missing. An entry that vanishes while it is listed is left out.
+pub fn below(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            out.push(path.clone());
+            if is_dir {
+                walk(&path, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
 }
 
 /// Splits `-z` output (NUL-terminated names) into paths; names are bytes, not necessarily UTF-8.
@@ -68,6 +91,20 @@ mod tests {
             files(dir.path(), &["*.rs"]).unwrap(),
             vec![PathBuf::from("kept.rs"), PathBuf::from("new/fresh.rs")]
         );
+    }
+
+    #[test]
+    fn below_lists_every_path_sorted_and_does_not_follow_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/b/c"), "").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        let rel: Vec<PathBuf> =
+            below(dir.path()).iter().map(|p| p.strip_prefix(dir.path()).unwrap().to_owned()).collect();
+        assert_eq!(rel, ["a", "a/b", "a/b/c", "link"].map(PathBuf::from));
+        assert!(below(&dir.path().join("missing")).is_empty());
     }
 
     #[test]
