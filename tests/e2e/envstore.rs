@@ -74,26 +74,15 @@ fn agent_env(sb: &Sandbox, name: &str, k: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
     bytes.split(|&b| b == 0).filter_map(pair).collect()
 }
 
-/// Every file below `dir` but `skip`, whose bytes hold one of `needles`.
+/// Every file below `dir` but `skip` (and what is under a skipped directory), whose bytes hold one of `needles`.
 fn files_holding(dir: &Path, skip: &[PathBuf], needles: &[Vec<u8>]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let Ok(entries) = fs::read_dir(dir) else { return found };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else { continue };
-        if skip.contains(&path) {
-            continue;
-        }
-        if kind.is_dir() {
-            found.extend(files_holding(&path, skip, needles));
-        } else if kind.is_file() {
-            let bytes = fs::read(&path).unwrap_or_default();
-            if needles.iter().any(|n| bytes.windows(n.len()).any(|w| w == n.as_slice())) {
-                found.push(path);
-            }
-        }
-    }
-    found
+    let holds = |bytes: &[u8]| needles.iter().any(|n| bytes.windows(n.len()).any(|w| w == n.as_slice()));
+    agent_box_tests::tree::below(dir)
+        .into_iter()
+        .filter(|path| !skip.iter().any(|s| path.starts_with(s)))
+        .filter(|path| fs::symlink_metadata(path).is_ok_and(|m| m.is_file()))
+        .filter(|path| holds(&fs::read(path).unwrap_or_default()))
+        .collect()
 }
 
 fn tmux_global_env(sb: &Sandbox) -> Vec<u8> {

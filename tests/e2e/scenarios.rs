@@ -15,7 +15,7 @@ use agent_box_tests::fixtures::{
     Assert, OutputAssertExt, ok, registry_with, session, stderr, stdout, tool, walk_all, webhook_spawn, with_stdin,
 };
 use agent_box_tests::privilege::{NOBODY, chown_tree, unprivileged};
-use agent_box_tests::{HeldLock, Sandbox, wait_until};
+use agent_box_tests::{HeldLock, Sandbox, kill, wait_until};
 use agent_box_types::report::LsReport;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -422,9 +422,9 @@ fn x11_writers_killed_at_random_points_leave_a_valid_registry_and_no_temp() {
             }
         }
     };
-    let mut medians = Vec::new();
+    let mut bounds = Vec::new();
     for kind in 0..4 {
-        let mut times: Vec<Duration> = (0..3)
+        let times: Vec<Duration> = (0..3)
             .map(|i| {
                 if kind == 3 {
                     reset_hook_m();
@@ -443,55 +443,49 @@ fn x11_writers_killed_at_random_points_leave_a_valid_registry_and_no_temp() {
                 took
             })
             .collect();
-        times.sort();
-        medians.push(times[1]);
+        bounds.push(kill::median(times).mul_f64(1.5));
     }
-    eprintln!("x11 writer medians (add, stop, restart, mark-stopped): {medians:?}");
-    let seed = seed();
+    eprintln!("x11 kill bounds, 1.5 x median (add, stop, restart, mark-stopped): {bounds:?}");
+    let seed = kill::test_seed();
     eprintln!("x11 seed {seed} (AGENT_BOX_TEST_SEED replays)");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut leftovers_seen = 0;
-    for round in 0..100 {
-        let kind = rng.random_range(0..4usize);
-        let pick = rng.random_range(0..3usize);
-        let status = if rng.random_range(0..2) == 0 { 0 } else { rng.random_range(1..250u32) };
-        let g = if kind == 3 {
-            reset_hook_m();
-            gen_of_hook_m()
-        } else {
-            String::new()
-        };
-        let bound = u64::try_from(medians[kind].as_micros() * 3 / 2).unwrap().max(1);
-        let delay = Duration::from_micros(rng.random_range(0..=bound));
-        let mut child = writer(kind, round, pick, status, &g)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(delay);
-        let _ = kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGKILL);
-        child.wait().unwrap();
-        leftovers_seen += temp_files(&sb).len();
-        let what = ["add", "stop", "restart", "mark-stopped"][kind];
-        assert!(registry_is_valid(&sb), "round {round} ({what} killed after {delay:?}): registry not Valid");
-        if let Ok(bytes) = fs::read(sb.lease_path("hook-m")) {
-            assert!(lease::Lease::parse(&bytes).is_some(), "round {round}: torn lease {bytes:?}");
-        }
-        let log = fs::read_to_string(sb.state_dir().join("hook-sessions.jsonl")).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        for line in lines.iter().take(lines.len().saturating_sub(1)) {
-            assert!(serde_json::from_str::<Value>(line).is_ok(), "round {round}: torn hook-log line {line:?}");
-        }
-        let free = HeldLock::acquire(&lock_file(&sb), Duration::from_secs(10));
-        assert!(free.is_ok(), "round {round}: a killed writer's flock must die with it");
-        drop(free);
-        match kind {
-            0 => drop(ok(&sb, &["rm", &format!("k{round}")])),
-            1 => drop(ok(&sb, &["restart", &format!("p{pick}")])),
-            _ => {}
-        }
-    }
+    // The harness's kill engine draws the writer and the kill point; the writer's arguments come after.
+    let mut kills = kill::KillLoop::new(seed);
+    kills
+        .run::<()>(100, &bounds, |rng, kill::Pick { iteration: round, writer: kind, delay, .. }| {
+            let pick = rng.random_range(0..3usize);
+            let status = if rng.random_range(0..2) == 0 { 0 } else { rng.random_range(1..250u32) };
+            let g = if kind == 3 {
+                reset_hook_m();
+                gen_of_hook_m()
+            } else {
+                String::new()
+            };
+            let mut cmd = writer(kind, round, pick, status, &g);
+            cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+            kill::run_killed(&mut cmd, Some(delay)).unwrap();
+            leftovers_seen += temp_files(&sb).len();
+            let what = ["add", "stop", "restart", "mark-stopped"][kind];
+            assert!(registry_is_valid(&sb), "round {round} ({what} killed after {delay:?}): registry not Valid");
+            if let Ok(bytes) = fs::read(sb.lease_path("hook-m")) {
+                assert!(lease::Lease::parse(&bytes).is_some(), "round {round}: torn lease {bytes:?}");
+            }
+            let log = fs::read_to_string(sb.state_dir().join("hook-sessions.jsonl")).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            for line in lines.iter().take(lines.len().saturating_sub(1)) {
+                assert!(serde_json::from_str::<Value>(line).is_ok(), "round {round}: torn hook-log line {line:?}");
+            }
+            let free = HeldLock::acquire(&lock_file(&sb), Duration::from_secs(10));
+            assert!(free.is_ok(), "round {round}: a killed writer's flock must die with it");
+            drop(free);
+            match kind {
+                0 => drop(ok(&sb, &["rm", &format!("k{round}")])),
+                1 => drop(ok(&sb, &["restart", &format!("p{pick}")])),
+                _ => {}
+            }
+            Ok(())
+        })
+        .unwrap();
     eprintln!("x11: {leftovers_seen} temp files seen right after a kill");
     sb.wait_ticks(pid, 2);
     let registry_guard = HeldLock::acquire(&lock_file(&sb), Duration::from_secs(10)).unwrap();

@@ -10,27 +10,11 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// Every `.rs` file of the workspace outside `target/`, `.git/` and `fuzz/` build output.
+/// Every `.rs` file of the workspace that git tracks or would track, except the pinned outputs in `golden/`.
 fn rust_files() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let path = entry.path();
-            let name = entry.file_name();
-            if matches!(name.to_str(), Some("target" | ".git" | "golden")) {
-                continue;
-            }
-            if entry.file_type().unwrap().is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(&workspace_root(), &mut files);
-    files.sort();
-    files
+    let root = workspace_root();
+    let files = agent_box_tests::tree::files(&root, &["*.rs", ":(exclude)golden/**"]).unwrap();
+    files.into_iter().map(|rel| root.join(rel)).collect()
 }
 
 fn relative(path: &Path) -> String {

@@ -5,12 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_box_tests::bins::bin;
 use agent_box_tests::fixtures::{registry_with, tool};
+use agent_box_tests::fleet::{Fleet, replace_in_place};
 use agent_box_tests::{Sandbox, wait_until};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
@@ -18,31 +17,12 @@ use tmux::{TmuxApi, TmuxError};
 
 const WAITING: &str = "tmux server is not running; its unit starts it \u{2014} waiting";
 
-/// Copies `from` to `to` through a temp file and a rename in `to`'s directory, as an install replaces a program:
-/// a pane that runs the path later runs the new file. `cp` writes it, so no descriptor of this test process open
-/// for writing can leak into a concurrent fork and make the exec fail with ETXTBSY.
-fn replace_in_place(from: &Path, to: &Path) {
-    fs::create_dir_all(to.parent().unwrap()).unwrap();
-    let temp = to.with_extension("tmp");
-    let status = Command::new("cp").arg(from).arg(&temp).status().unwrap();
-    assert!(status.success(), "cp {} {}", from.display(), temp.display());
-    fs::rename(&temp, to).unwrap();
-}
-
 /// The epilogue at a stable path (UP-3.3), which every launch file names; returns that path.
 fn stable_epilogue(sb: &mut Sandbox) -> PathBuf {
     let stable = sb.root().join("etc/mark-stopped");
     replace_in_place(&sb.epilogue(), &stable);
     sb.set_env("AGENT_BOX_MARK_STOPPED", &stable);
     stable
-}
-
-/// The "upgrade" of UP02: the supervisor binary copied to another directory, which the sandbox runs from now on.
-fn upgraded_supervisor(sb: &mut Sandbox) -> PathBuf {
-    let dir = sb.root().join("upgrade");
-    replace_in_place(&bin("agent-box-supervisor"), &dir.join("agent-box-supervisor"));
-    sb.set_bin_dir(dir.clone());
-    dir
 }
 
 /// The parent pid of `pid`, from `/proc/<pid>/stat`.
@@ -79,8 +59,7 @@ fn calls_after(sb: &Sandbox, pid: u32, from: usize) -> Vec<String> {
 #[test]
 fn up01_up02_up03_an_upgrade_keeps_every_pane_and_old_panes_report_through_the_stable_path() {
     let mut sb = Sandbox::in_slot();
-    sb.use_counting_tmux();
-    sb.set_limit("16");
+    Fleet::prepare(&mut sb, "16");
     let baked = sb.epilogue();
     let stable = stable_epilogue(&mut sb);
     // UP01: the tmux unit, then the supervisor of its server, over 10 sessions of which 4 are leased hook sessions.
@@ -90,29 +69,25 @@ fn up01_up02_up03_an_upgrade_keeps_every_pane_and_old_panes_report_through_the_s
     let hooks: Vec<String> = (0..4).map(|i| format!("hook-{i}")).collect();
     let mut entries: Vec<(&str, Value)> = plain.iter().map(|n| (n.as_str(), tool(json!({})))).collect();
     entries.extend(hooks.iter().map(|n| (n.as_str(), tool(json!({"ephemeral": true})))));
-    sb.write_registry(&registry_with(&entries));
-    for name in &hooks {
-        sb.create_lease(name);
-    }
     sb.agent("hook-3").control("poll");
     let all: Vec<String> = plain.iter().chain(&hooks).cloned().collect();
-    let old = sb.start_supervisor();
-    wait_until("all 10 agents", || all.iter().all(|n| sb.agent(n).starts() == 1));
-    sb.wait_ticks(old, 1);
-    let pids: BTreeMap<String, u32> = all.iter().map(|n| (n.clone(), sb.agent(n).pid(1))).collect();
+    let mut fleet = Fleet::start(sb, &registry_with(&entries), all.clone(), &hooks);
+    assert!(all.iter().all(|n| fleet.sandbox.agent(n).starts() == 1), "each agent started once");
+    let pids: BTreeMap<String, u32> = all.iter().map(|n| (n.clone(), fleet.sandbox.agent(n).pid(1))).collect();
     assert!(pids.values().all(|&p| descends_from(p, unit)), "every pane belongs to the tmux unit's server");
 
     // UP02: SIGTERM, then the copy at another path, with a changed unit environment (UP-3.2).
-    sb.signal(old, Signal::SIGTERM);
-    assert_eq!(sb.wait_exit(old, Duration::from_secs(30)), Some(0));
-    let aged = age_heartbeats(&sb, &hooks);
-    let hook_log_before = sb.hook_log().len();
-    let dir = upgraded_supervisor(&mut sb);
+    assert_eq!(fleet.stop_supervisor(), Some(0));
+    let aged = age_heartbeats(&fleet.sandbox, &hooks);
+    let hook_log_before = fleet.sandbox.hook_log().len();
+    let dir = fleet.copy_supervisor_to_upgrade_dir();
     replace_in_place(&baked, &stable);
+    let sb = &mut fleet.sandbox;
     let new_path = format!("{}:{}", dir.display(), sb.env_var("PATH").unwrap().to_string_lossy());
     sb.set_env("PATH", &new_path);
     sb.set_env("AGENT_BOX_CLAUDE_SETTINGS", "/etc/agent-box/after-the-upgrade.json");
-    let new = sb.start_supervisor();
+    fleet.restart_supervisor();
+    let (sb, new) = (&fleet.sandbox, fleet.pid);
     sb.wait_ticks(new, 3);
     let calls = sb.tmux_calls_of(new);
     assert!(calls.iter().all(|c| !c.contains("new-session") && !c.contains("start-server")), "{calls:#?}");
@@ -142,7 +117,8 @@ fn up01_up02_up03_an_upgrade_keeps_every_pane_and_old_panes_report_through_the_s
     assert!(launch.contains(&stable.display().to_string()), "{launch}");
     sb.agent("hook-3").control("exit-now 3");
     wait_until("died:3 recorded", || sb.entry("hook-3").is_some_and(|e| e["died"] == json!(3)));
-    assert_eq!(sb.lease("hook-3").unwrap()["outcome"], json!("died:3"));
+    // The epilogue settles the lease after the registry write: wait for it too, do not race it.
+    wait_until("the lease outcome died:3", || sb.lease("hook-3").is_some_and(|l| l["outcome"] == json!("died:3")));
     assert_eq!(sb.agent("hook-3").starts(), 1, "a crash is kept for inspection, not respawned");
 }
 

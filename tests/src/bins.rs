@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-/// A directory chosen by the running program instead of its own (xtask bench runs release binaries while
-/// xtask itself is a debug build).
+/// A directory chosen by the running program instead of its own (the bench names the release binaries it just
+/// built; xtask's commands name the debug ones).
 static BIN_DIR_OVERRIDE: OnceLock<PathBuf> = OnceLock::new();
 
 /// Makes [`bin_dir`] answer `dir` for the rest of the process; the first call wins. Returns false when

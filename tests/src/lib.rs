@@ -10,14 +10,18 @@ pub mod chaos;
 pub mod fake_tmux;
 pub mod faults;
 pub mod fixtures;
+pub mod fleet;
 pub mod golden;
 pub mod held;
 pub mod install;
+pub mod interrupt;
+pub mod kill;
 pub mod ops;
 pub mod privilege;
 pub mod property;
 pub mod sandbox;
 pub mod slots;
+pub mod tree;
 pub mod user_manager;
 pub mod wait;
 

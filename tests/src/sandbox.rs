@@ -75,6 +75,13 @@ impl Sandbox {
         Self::build(root, Some(temp), None, epilogue, home)
     }
 
+    /// A sandbox at `root`, a directory the caller owns and removes (the demo's `target/tmp/demo`, which its
+    /// `--keep` leaves for inspection), with HOME at `<root>/<home>` and `epilogue` baked for it. Dropping it
+    /// stops its processes and its tmux server as any sandbox does; the root stays.
+    pub fn at(root: PathBuf, home: &str, epilogue: PathBuf) -> Self {
+        Self::build(root, None, None, epilogue, home)
+    }
+
     /// A sandbox in a claimed slot, with the real epilogue baked for its root (80 I9).
     pub fn in_slot() -> Self {
         let slot = Slot::claim();

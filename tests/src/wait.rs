@@ -13,10 +13,12 @@ pub fn wait_until(what: &str, done: impl FnMut() -> bool) {
     wait_until_or(what, deadline(), done, String::new)
 }
 
-/// [`wait_until`] with an explicit deadline and a diagnostic dump on timeout.
+/// [`wait_until`] with an explicit deadline and a diagnostic dump on timeout. After SIGINT, SIGTERM or SIGHUP
+/// with [`crate::interrupt`] installed (bench, demo) it stops waiting at once, so the caller's teardown runs.
 pub fn wait_until_or(what: &str, limit: Duration, mut done: impl FnMut() -> bool, dump: impl FnOnce() -> String) {
     let start = Instant::now();
     while !done() {
+        assert!(!crate::interrupt::received(), "interrupted while waiting for {what}");
         if start.elapsed() > limit {
             panic!("timed out after {limit:?} waiting for {what}\n{}", dump());
         }

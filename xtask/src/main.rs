@@ -11,7 +11,6 @@ mod install;
 mod man;
 mod powerloss;
 mod run;
-mod walk;
 
 use std::process::ExitCode;
 

@@ -73,14 +73,6 @@ fn example(bin: &str) -> PathBuf {
     path
 }
 
-fn wait_until(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn set_mtime_back(path: &Path, secs: u64) {
     let file = fs::File::options().append(true).open(path).unwrap();
     file.set_modified(SystemTime::now() - Duration::from_secs(secs)).unwrap();
@@ -132,7 +124,7 @@ fn ls_11_1_gen_mismatch_interleaving_changes_nothing() {
         std::thread::spawn(move || leases.mark_outcome(&hook, &Outcome::Died(1), &Expect::Gen(g1)))
     };
     // Once the worker has the lock file open it is polling for the lock: any read it does is now under it.
-    wait_until("the worker to wait for the lease lock", Duration::from_secs(10), || fds_open_on(&lock_file) >= 2);
+    agent_box_tests::wait_until("the worker to wait for the lease lock", || fds_open_on(&lock_file) >= 2);
     let g2_doc = br#"{"topic":"github:x","gen":"11111111-2222-4333-8444-555555555555","outcome":null}"#;
     let staged = fx.state.join("lease/staged");
     fs::write(&staged, g2_doc).unwrap();

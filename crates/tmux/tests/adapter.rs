@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use agent_box_tests::wait_until;
 use registry::SessionName;
 use tmux::{Killed, NewSession, Tmux, TmuxApi, TmuxConfig, TmuxError};
 
@@ -97,15 +98,6 @@ fn argv(words: &[&str]) -> Vec<OsString> {
     words.iter().map(OsString::from).collect()
 }
 
-/// Polls `check` until it holds, failing the test at the deadline.
-fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// True when `check` turns true at any poll within `period`.
 fn becomes_true_within(period: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + period;
@@ -120,7 +112,7 @@ fn becomes_true_within(period: Duration, mut check: impl FnMut() -> bool) -> boo
 
 /// Reads a file a pane writes with `… > f.tmp && mv f.tmp f`, once it is complete.
 fn read_when_written(path: &Path) -> String {
-    wait_for(&format!("{}", path.display()), || path.exists());
+    wait_until(&format!("{}", path.display()), || path.exists());
     fs::read_to_string(path).unwrap()
 }
 
@@ -491,7 +483,7 @@ fn the_wake_hook_touches_exactly_a_hostile_path_and_runs_nothing_else() {
     tmux.new_session(&sleeper("b", &sandbox.dir)).unwrap();
     tmux.set_wake_hook(&tmux::WakeHook::for_file(&wake).unwrap()).unwrap();
     assert_eq!(tmux.kill_session(&name("a")), Ok(Killed::Yes));
-    wait_for("the wake file to be opened for writing", || inotify.read_events().is_ok_and(|e| !e.is_empty()));
+    wait_until("the wake file to be opened for writing", || inotify.read_events().is_ok_and(|e| !e.is_empty()));
     assert_eq!(fs::read(&wake).unwrap(), b"", "the wake writes nothing");
     assert!((1..=3).all(|n| !marker(n).exists()), "a marker exists: the path ran as a command");
     assert_eq!(tmux.display(&name("b"), "#{pane_in_mode}"), Ok("0".to_owned()), "the job printed or failed");

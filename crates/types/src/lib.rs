@@ -1,6 +1,7 @@
 //! The JSON documents the agent-box programs own and emit, as types: the `--json` reports of the session listings,
-//! the hook-log lines, the supervisor's side file, the webhook spawner's claim-filter seed and refusal record, and
-//! the bench report. Programs serialize these; tests and the golden renderer deserialize into them.
+//! the hook-log lines, the supervisor's side file, and the webhook spawner's claim-filter seed and refusal record.
+//! Programs serialize these; tests and the golden renderer deserialize into them. (The bench report is the bench's
+//! own, in `bench/`: no product emits it.)
 //!
 //! Rules every type here keeps, because readers match on them:
 //! - Field order is key order: serde writes fields in declaration order, so reordering fields changes the
@@ -15,7 +16,6 @@
 //! The registry and lease files are not here: they keep the order-preserving `Value` model of the registry and
 //! lease crates, because other programs write keys into them that we must carry over unread.
 
-pub mod bench;
 pub mod filter;
 pub mod hooklog;
 pub mod refusal;

@@ -63,18 +63,7 @@ fn prompt_of(sb: &Sandbox, name: &str) -> String {
 }
 
 fn tree(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in fs::read_dir(dir).unwrap().flatten() {
-            out.push(entry.path());
-            if entry.file_type().unwrap().is_dir() {
-                walk(&entry.path(), out);
-            }
-        }
-    }
-    walk(root, &mut out);
-    out.sort();
-    out
+    agent_box_tests::tree::below(root)
 }
 
 fn is_hex(text: &str) -> bool {

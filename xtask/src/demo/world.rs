@@ -1,57 +1,45 @@
-//! The demo's private world: root under `target/tmp/demo`, HOME, a private tmux socket, the embedded agent and
-//! seed, the baked epilogue, the supervisor process, and the teardown that runs on every path.
+//! The demo's world, a harness [`Sandbox`] at `target/tmp/demo` (HOME `home/demo`, a private tmux socket,
+//! the baked epilogue) with the demo's own agent, seed, limit and lease on top, and the teardown that runs on
+//! every path.
 
-use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
+use agent_box_tests::Sandbox;
 use agent_box_tests::bake::{Profile, bake};
-use agent_box_tests::bins::bin_dir;
 use lease::LeaseDir;
-use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sigaction};
-use nix::unistd::Pid;
 use registry::SessionName;
 use serde_json::Value;
-use tmux::{Tmux, TmuxApi, TmuxConfig};
+use tmux::{Tmux, TmuxApi};
 
 use crate::{exit, run};
 
 const AGENT_SCRIPT: &str = include_str!("agent.sh");
 
-/// Set by SIGINT/SIGTERM; every wait loop checks it (XT-3.5).
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_interrupt(_: nix::libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
+/// Where HOME lives under the demo root; the epilogue is baked for it.
+const HOME_UNDER_ROOT: &str = "home/demo";
 
 #[derive(Debug)]
 pub struct World {
     root: PathBuf,
-    home: PathBuf,
-    tmux_dir: PathBuf,
-    env: Vec<(String, OsString)>,
-    tmux: Tmux,
-    supervisor: Option<Child>,
+    /// `None` once torn down.
+    sandbox: Option<Sandbox>,
     started: Instant,
     quiet: bool,
-    torn_down: bool,
 }
 
 impl World {
     /// XT-3.2: build, bake, wipe and recreate the root, write the agent, seed, limit file and lease.
     pub fn prepare(quiet: bool) -> Result<Self, u8> {
-        let Some(real_tmux) = tmux::find_on_path("tmux", std::env::var_os("PATH").as_deref()) else {
-            println!(
-                "ci: tmux is required by the workspace tests and is not installed; install it (Debian: sudo apt-get install tmux) and run again"
-            );
+        if tmux::find_on_path("tmux", std::env::var_os("PATH").as_deref()).is_none() {
+            println!("{}", agent_box_tests::sandbox::TMUX_MISSING);
             return Err(exit::SETUP);
-        };
-        install_interrupt_handler();
+        }
+        // Every wait loop checks the harness's interrupt flag (XT-3.5).
+        agent_box_tests::interrupt::install();
         let mut build = run::command("cargo");
         build.args(["build", "--workspace", "--bins", "--locked"]);
         let built = if quiet {
@@ -64,89 +52,72 @@ impl World {
             return Err(exit::SETUP);
         }
         let root = run::workspace_root().join("target/tmp/demo");
-        let home = root.join("home/demo");
-        let registry = home.join(".config/agent-box/sessions.json");
-        let state = home.join(".local/state/agent-box");
+        let home = root.join(HOME_UNDER_ROOT);
         if !quiet {
             println!("demo: baking the epilogue for the demo root (first run: about a minute; later runs reuse it)…");
         }
-        let baked = bake(&registry, &state, Profile::Dev).map_err(|e| {
-            println!("demo: cannot bake the epilogue: {e}");
-            exit::SETUP
-        })?;
+        let baked =
+            bake(&home.join(".config/agent-box/sessions.json"), &home.join(".local/state/agent-box"), Profile::Dev)
+                .map_err(|e| {
+                    println!("demo: cannot bake the epilogue: {e}");
+                    exit::SETUP
+                })?;
         let _ = fs::remove_dir_all(&root);
         // The root and target/tmp above it get ordinary modes first: ensure_private_dir makes every directory it
         // creates 0700, and a 0700 target/tmp kept the unprivileged test user of `cargo xtask ci` (faults::f1) out
         // of its slot sandbox after a demo.
         fs::create_dir_all(&root).map_err(|e| setup_error(&root, &e))?;
         registry::ensure_private_dir(&home).map_err(|e| setup_error(&home, &e))?;
-        let pid = std::process::id();
-        let socket = format!("abx-demo-{pid}");
-        let tmux_dir = PathBuf::from(format!("/tmp/abx-demo-{pid}"));
-        let _ = fs::remove_dir_all(&tmux_dir);
-        registry::ensure_private_dir(&tmux_dir).map_err(|e| setup_error(&tmux_dir, &e))?;
-        let tmux =
-            Tmux::new(TmuxConfig::new(real_tmux.clone(), socket.clone(), tmux_dir.clone()).with_conf("/dev/null"))
-                .with_parent_env(vec![("PATH".into(), "/usr/bin:/bin".into()), ("HOME".into(), home.clone().into())]);
-        let mut world = Self {
-            env: Vec::new(),
-            root,
-            home,
-            tmux_dir,
-            tmux,
-            supervisor: None,
-            started: Instant::now(),
-            quiet,
-            torn_down: false,
-        };
-        world.write_files(&baked, &socket).map_err(|e| setup_error(&world.root, &e))?;
+        let sandbox = Sandbox::at(root.clone(), HOME_UNDER_ROOT, baked);
+        let mut world = Self { root, sandbox: Some(sandbox), started: Instant::now(), quiet };
+        world.write_files().map_err(|e| setup_error(&world.root, &e))?;
         Ok(world)
     }
 
-    fn write_files(&mut self, baked: &Path, socket: &str) -> std::io::Result<()> {
-        let bin = self.root.join("bin");
-        fs::create_dir_all(&bin)?;
-        let agent = bin.join("demo-agent");
-        fs::write(&agent, AGENT_SCRIPT.replace("@ROOT@", &self.root.display().to_string()))?;
+    /// The demo agent, seed, limit and lease, and the variables that name them (over the sandbox's defaults).
+    fn write_files(&mut self) -> std::io::Result<()> {
+        let root = self.root.clone();
+        let agent = root.join("bin/demo-agent");
+        fs::write(&agent, AGENT_SCRIPT.replace("@ROOT@", &root.display().to_string()))?;
         fs::set_permissions(&agent, fs::Permissions::from_mode(0o755))?;
-        let seed = self.root.join("seed.json");
-        fs::write(&seed, SEED)?;
-        let limit = self.root.join("session-limit");
-        fs::write(&limit, "8\n")?;
+        fs::write(root.join("seed.json"), SEED)?;
+        fs::write(root.join("session-limit"), "8\n")?;
         let hook = SessionName::parse("hook-demo-a1b2").map_err(std::io::Error::other)?;
         LeaseDir::new(self.state_dir().join("lease"))
             .create(&hook, "github:example/demo", Some("1"), None)
             .map_err(std::io::Error::other)?;
-        let pairs: Vec<(&str, OsString)> = vec![
-            ("HOME", self.home.clone().into()),
-            ("USER", "demo".into()),
-            ("PATH", format!("{}:/usr/bin:/bin", bin.display()).into()),
-            ("AGENT_BOX_TMUX_SOCKET", socket.into()),
-            ("AGENT_BOX_TMUX_TMPDIR", self.tmux_dir.clone().into()),
-            ("AGENT_BOX_TMUX_CONF", "/dev/null".into()),
-            ("AGENT_BOX_SESSIONS_SEED", seed.into()),
-            ("AGENT_BOX_AGENT_BINS", format!("demo={} shell=/bin/sh", agent.display()).into()),
-            ("AGENT_BOX_AGENTS", "demo shell".into()),
-            ("AGENT_BOX_DEFAULT_AGENT", "demo".into()),
-            ("AGENT_BOX_MARK_STOPPED", baked.into()),
-            ("AGENT_BOX_SESSION_LIMIT_FILE", limit.into()),
-            ("AGENT_BOX_HOST_LABEL", "demo.invalid".into()),
-        ];
-        self.env = pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        let sandbox = self.sandbox_mut();
+        sandbox.set_env("USER", "demo");
+        sandbox.set_env("LOGNAME", "demo");
+        sandbox.set_env("AGENT_BOX_AGENT_BINS", format!("demo={} shell=/bin/sh", agent.display()));
+        sandbox.set_env("AGENT_BOX_AGENTS", "demo shell");
+        sandbox.set_env("AGENT_BOX_DEFAULT_AGENT", "demo");
+        sandbox.set_env("AGENT_BOX_HOST_LABEL", "demo.invalid");
+        // The demo shows the real machine's memory, not the sandbox's fixture.
+        sandbox.remove_env("AGENT_BOX_MEMINFO_FILE");
         Ok(())
     }
 
+    fn sandbox(&self) -> &Sandbox {
+        // Only teardown takes it, and nothing runs after teardown but Drop.
+        self.sandbox.as_ref().unwrap_or_else(|| unreachable!("the demo world was used after its teardown"))
+    }
+
+    fn sandbox_mut(&mut self) -> &mut Sandbox {
+        self.sandbox.as_mut().unwrap_or_else(|| unreachable!("the demo world was used after its teardown"))
+    }
+
     pub fn registry(&self) -> PathBuf {
-        self.home.join(".config/agent-box/sessions.json")
+        self.sandbox().registry()
     }
     pub fn state_dir(&self) -> PathBuf {
-        self.home.join(".local/state/agent-box")
+        self.sandbox().state_dir()
     }
-    pub fn tmux(&self) -> &Tmux {
-        &self.tmux
+    pub fn tmux(&self) -> Tmux {
+        self.sandbox().tmux()
     }
     pub fn interrupted(&self) -> bool {
-        INTERRUPTED.load(Ordering::SeqCst)
+        agent_box_tests::interrupt::received()
     }
     pub fn elapsed_secs(&self) -> u64 {
         self.started.elapsed().as_secs()
@@ -154,19 +125,13 @@ impl World {
 
     /// A product binary with exactly the demo environment.
     pub fn product(&self, name: &str) -> Command {
-        let mut cmd = Command::new(bin_dir().join(name));
-        cmd.env_clear().envs(self.env.iter().map(|(k, v)| (k, v))).current_dir(&self.home);
-        cmd
+        self.sandbox().cmd(name)
     }
 
     pub fn start_supervisor(&mut self) {
-        let log = fs::File::create(self.root.join("supervisor.log")).ok();
-        let mut cmd = self.product("agent-box-supervisor");
-        cmd.stdin(Stdio::null()).stdout(Stdio::null());
-        cmd.stderr(log.map_or_else(Stdio::null, Stdio::from));
         self.started = Instant::now();
         self.say("starting agent-box-supervisor (stderr: target/tmp/demo/supervisor.log)");
-        self.supervisor = cmd.spawn().ok();
+        self.sandbox().start_supervisor();
     }
 
     pub fn say(&self, text: &str) {
@@ -191,25 +156,14 @@ impl World {
         let _ = self.product("agent-box-session").args(args).stdout(Stdio::null()).status();
     }
 
-    /// XT-3.5: supervisor, server, private directory, root; safe to call twice.
+    /// XT-3.5: supervisor, server, private directory (the sandbox's teardown), then the root; safe to call twice.
     pub fn teardown(&mut self, keep: bool) {
-        if std::mem::replace(&mut self.torn_down, true) {
-            return;
-        }
-        if let Some(mut child) = self.supervisor.take() {
-            let _ = kill(Pid::from_raw(i32::try_from(child.id()).unwrap_or(0)), Signal::SIGTERM);
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = self.tmux.kill_server();
-        if !matches!(self.tmux.list_sessions(), Ok(list) if list.is_empty()) {
+        let Some(sandbox) = self.sandbox.take() else { return };
+        let tmux = sandbox.tmux();
+        drop(sandbox);
+        if !matches!(tmux.list_sessions(), Ok(list) if list.is_empty()) {
             println!("demo: warning: the private tmux server still answers");
         }
-        let _ = fs::remove_dir_all(&self.tmux_dir);
         if keep {
             println!("demo: kept {}", self.root.display());
         } else {
@@ -238,15 +192,4 @@ const SEED: &str = r#"{
 fn setup_error(path: &Path, err: &std::io::Error) -> u8 {
     println!("demo: cannot prepare {}: {err}", path.display());
     exit::SETUP
-}
-
-fn install_interrupt_handler() {
-    let action = SigAction::new(SigHandler::Handler(on_interrupt), SaFlags::SA_RESTART, SigSet::empty());
-    for signal in [Signal::SIGINT, Signal::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic flag, which is async-signal-safe.
-        #[allow(unsafe_code)]
-        unsafe {
-            let _ = sigaction(signal, &action);
-        }
-    }
 }

@@ -1,10 +1,10 @@
-//! Helpers shared by the registry's process-level tests: example binaries, holders, waits.
+//! Helpers shared by the registry's process-level tests: example binaries and holders (waits are the harness's).
 
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The path of a registry example, building it if a partial test run skipped it.
 pub fn example(bin: &str) -> PathBuf {
@@ -25,14 +25,6 @@ pub fn example_cmd(bin: &str) -> Command {
     let mut cmd = Command::new(example(bin));
     cmd.env_clear().env("PATH", "/usr/bin:/bin");
     cmd
-}
-
-pub fn wait_until(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < deadline, "timed out after {deadline:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Another process holding the registry lock until dropped.

@@ -77,7 +77,7 @@ fn assert_blocked_then_writes(registry: &std::path::Path, release: impl FnOnce()
         .spawn()
         .unwrap();
     let lock = registry.with_extension("json.lock");
-    wait_until("the writer to poll the lock", Duration::from_secs(10), || fds_of_pid_on(writer.id(), &lock) == 1);
+    agent_box_tests::wait_until("the writer to poll the lock", || fds_of_pid_on(writer.id(), &lock) == 1);
     assert!(writer.try_wait().unwrap().is_none(), "the writer must still be waiting");
     assert_eq!(fs::read(registry).unwrap(), before, "nothing written while the lock is held");
     release();

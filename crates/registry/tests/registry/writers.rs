@@ -6,14 +6,9 @@ use std::io::Read;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::*;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
-use rand::{RngExt, SeedableRng};
+use agent_box_tests::kill;
 
-fn seed() -> u64 {
-    std::env::var("AGENT_BOX_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random)
-}
+use crate::common::*;
 
 #[test]
 fn four_writers_times_250_lose_no_update() {
@@ -68,32 +63,38 @@ fn rg12_readers_never_see_a_torn_document() {
 
 #[test]
 fn rg13_writers_killed_at_random_points_never_corrupt_or_lose_a_commit() {
-    let seed = seed();
+    let seed = kill::test_seed();
     eprintln!("rg13 seed {seed} (AGENT_BOX_TEST_SEED replays)");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
     let registry = dir.path().join("sessions.json");
     let filler: String = (0..50).map(|i| format!(",\"f{i}\":{{\"agent\":\"tool\",\"n\":{i}}}")).collect();
     fs::write(&registry, format!("{{\"version\":1,\"sessions\":{{\"c\":{{\"count\":0}}{filler}}}}}\n")).unwrap();
     let lock = registry.with_extension("json.lock");
     let mut last_committed = 0;
-    for round in 0..200 {
-        let mut child = example_cmd("rmw").arg(&registry).args(["c", "1000"]).stdout(Stdio::piped()).spawn().unwrap();
-        std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
-        kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGKILL).unwrap();
-        let mut printed = String::new();
-        child.stdout.take().unwrap().read_to_string(&mut printed).unwrap();
-        child.wait().unwrap();
-        if let Some(n) = printed.lines().filter_map(|l| l.strip_prefix("committed ")).next_back() {
-            last_committed = n.parse().unwrap();
-        }
-        let bytes = fs::read(&registry).unwrap();
-        assert!(registry::Document::parse(&bytes).is_ok(), "round {round}: registry invalid");
-        let count = read_counter(&registry, "c");
-        assert!(count >= last_committed && count <= last_committed + 1, "round {round}: {count} vs {last_committed}");
-        last_committed = count;
-        assert!(lock_is_free(&lock), "round {round}: a killed writer's flock must die with it");
-    }
+    // The harness's kill engine: one writer (rmw, 1000 increments), killed at a point in its first 20 ms.
+    let mut kills = kill::KillLoop::new(seed);
+    kills
+        .run::<()>(200, &[Duration::from_millis(20)], |_, kill::Pick { iteration: round, delay, .. }| {
+            let mut cmd = example_cmd("rmw");
+            cmd.arg(&registry).args(["c", "1000"]).stdout(Stdio::piped());
+            let mut ended = kill::run_killed(&mut cmd, Some(delay)).unwrap();
+            let mut printed = String::new();
+            ended.child.stdout.take().unwrap().read_to_string(&mut printed).unwrap();
+            if let Some(n) = printed.lines().filter_map(|l| l.strip_prefix("committed ")).next_back() {
+                last_committed = n.parse().unwrap();
+            }
+            let bytes = fs::read(&registry).unwrap();
+            assert!(registry::Document::parse(&bytes).is_ok(), "round {round}: registry invalid");
+            let count = read_counter(&registry, "c");
+            assert!(
+                count >= last_committed && count <= last_committed + 1,
+                "round {round}: {count} vs {last_committed}"
+            );
+            last_committed = count;
+            assert!(lock_is_free(&lock), "round {round}: a killed writer's flock must die with it");
+            Ok(())
+        })
+        .unwrap();
     registry::with_lock_ignoring_inherited(&registry, Duration::from_secs(1), registry::remove_temp_leftovers).unwrap();
     assert!(registry::atomic::temp_leftovers_of(&registry).is_empty(), "no temp survives the cleanup");
 }

@@ -84,19 +84,12 @@ fn json_of(sb: &Sandbox, verb: &str) -> Value {
 
 /// Every file and directory under `root` with its size, sorted (a "tree listing").
 fn tree(root: &Path) -> Vec<String> {
-    fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let meta = entry.metadata().unwrap();
-            let rel = entry.path().strip_prefix(root).unwrap().display().to_string();
-            out.push(format!("{rel} {} {}", if meta.is_dir() { "d" } else { "f" }, meta.len()));
-            if meta.is_dir() {
-                walk(&entry.path(), root, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(root, root, &mut out);
+    let line = |path: &PathBuf| {
+        let meta = fs::symlink_metadata(path).unwrap();
+        let rel = path.strip_prefix(root).unwrap().display();
+        format!("{rel} {} {}", if meta.is_dir() { "d" } else { "f" }, meta.len())
+    };
+    let mut out: Vec<String> = agent_box_tests::tree::below(root).iter().map(line).collect();
     out.sort();
     out
 }

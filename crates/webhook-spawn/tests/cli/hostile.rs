@@ -20,18 +20,7 @@ fn world() -> Sandbox {
 
 /// Every path below `root` (not following links), sorted.
 fn tree(root: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in fs::read_dir(dir).unwrap().flatten() {
-            out.push(entry.path());
-            if entry.file_type().unwrap().is_dir() {
-                walk(&entry.path(), out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(root, &mut out);
-    out.sort();
-    out
+    agent_box_tests::tree::below(root)
 }
 
 fn only_hook(sb: &Sandbox) -> String {

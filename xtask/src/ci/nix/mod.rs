@@ -7,14 +7,12 @@
 
 pub mod eval;
 
-use std::ffi::OsStr;
 use std::io::{self, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use super::{Failed, StepResult};
-use crate::{exit, run, walk};
+use crate::{exit, run};
 
 /// ci step 6: parse every `.nix` file, then run the evaluation checks (or say once that there is no lib).
 pub fn run() -> StepResult {
@@ -109,83 +107,17 @@ pub fn missing_nix_line(err: &io::Error) -> String {
     format!("nix: cannot run nix-instantiate ({err}); install it (Debian: sudo apt-get install nix-bin) and run again")
 }
 
-/// The `.nix` files, relative to `root`: the ones git tracks, or outside a git checkout every `*.nix` in the
-/// tree except under `target/` and `.git/`.
+/// The `.nix` files, relative to `root`: the ones git tracks plus new ones it does not ignore (a `.nix` file
+/// written but not committed must be parsed before it is committed, not after), through the harness's one
+/// source listing.
 pub fn discover(root: &Path) -> Result<Vec<PathBuf>, String> {
-    if let Some(files) = git_tracked(root) {
-        return Ok(files);
-    }
-    println!("nix: not a git checkout (or git is missing); searching the tree for *.nix");
-    let files = walk::files(root, is_excluded).map_err(|err| format!("cannot search {}: {err}", root.display()))?;
-    Ok(files.into_iter().filter(|rel| is_nix_file(rel)).collect())
-}
-
-/// `git ls-files -z -- '*.nix'`, or `None` when git is missing or the root is not in a checkout.
-///
-/// `--cached --others --exclude-standard` adds the files that are new and not ignored yet: a `.nix` file
-/// written but not committed must be parsed before it is committed, not after.
-fn git_tracked(root: &Path) -> Option<Vec<PathBuf>> {
-    let mut cmd = run::command("git");
-    cmd.current_dir(root).args(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.nix"]);
-    let out = run::output(&mut cmd).ok().filter(|out| out.status.success())?;
-    let files = split_nul(&out.stdout);
-    // A file deleted in the working tree but still in the index cannot be parsed; it is gone, not broken.
-    Some(files.into_iter().filter(|rel| root.join(rel).is_file()).collect())
-}
-
-/// Splits `-z` output (NUL-terminated names) into paths; names are bytes, not necessarily UTF-8.
-fn split_nul(bytes: &[u8]) -> Vec<PathBuf> {
-    bytes
-        .split(|&b| b == 0)
-        .filter(|name| !name.is_empty())
-        .map(|name| PathBuf::from(OsStr::from_bytes(name)))
-        .collect()
-}
-
-/// Directories the tree search does not enter: the build output and git's own files at the root.
-fn is_excluded(rel: &Path) -> bool {
-    matches!(rel.components().next(), Some(Component::Normal(first)) if first == "target" || first == ".git")
-}
-
-/// A file name ending in `.nix`, the same test as git's `*.nix` pathspec.
-fn is_nix_file(rel: &Path) -> bool {
-    !is_excluded(rel) && rel.file_name().is_some_and(|name| name.as_bytes().ends_with(b".nix"))
+    agent_box_tests::tree::files(root, &["*.nix"])
+        .map_err(|err| format!("cannot list the .nix files of {} ({err}); run inside the git checkout", root.display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nix_file_filter() {
-        assert!(is_nix_file(Path::new("flake.nix")));
-        assert!(is_nix_file(Path::new("nix/package.nix")));
-        assert!(is_nix_file(Path::new("tests/fixtures/target/x.nix")));
-        assert!(!is_nix_file(Path::new("target/debug/x.nix")));
-        assert!(!is_nix_file(Path::new(".git/x.nix")));
-        assert!(!is_nix_file(Path::new("nix/package.nix.orig")));
-        assert!(!is_nix_file(Path::new("nix/README.md")));
-        assert!(!is_nix_file(Path::new("nix")));
-    }
-
-    #[test]
-    fn excluded_directories_are_only_the_top_level_ones() {
-        assert!(is_excluded(Path::new("target")));
-        assert!(is_excluded(Path::new(".git")));
-        assert!(is_excluded(Path::new("target/debug")));
-        assert!(!is_excluded(Path::new("nix")));
-        assert!(!is_excluded(Path::new("crates/target")));
-        assert!(!is_excluded(Path::new("targets")));
-    }
-
-    #[test]
-    fn nul_separated_names() {
-        assert_eq!(split_nul(b""), Vec::<PathBuf>::new());
-        assert_eq!(
-            split_nul(b"flake.nix\0nix/a b.nix\0"),
-            vec![PathBuf::from("flake.nix"), PathBuf::from("nix/a b.nix")]
-        );
-    }
 
     #[test]
     fn the_repository_has_the_nix_files_of_nx_2_to_nx_8() {

@@ -82,8 +82,8 @@ impl Facts {
     }
 
     /// The facts as the report's type.
-    pub fn report(&self) -> agent_box_types::bench::Facts {
-        agent_box_types::bench::Facts {
+    pub fn report(&self) -> crate::report_json::Facts {
+        crate::report_json::Facts {
             kernel: self.kernel.clone(),
             os: self.os.clone(),
             arch: self.arch.to_owned(),

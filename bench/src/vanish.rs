@@ -33,7 +33,7 @@ const STEP_LIMIT: Duration = Duration::from_secs(20);
 /// The vanish section.
 pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     let world = LoopWorld::start(SECTION, IDLE_ENTRIES, 0, "64")?;
-    let hooks = world.sandbox.tmux_calls_of(world.pid).iter().filter(|c| c.contains("set-hook")).count();
+    let hooks = world.fleet.sandbox.tmux_calls_of(world.fleet.pid).iter().filter(|c| c.contains("set-hook")).count();
     metrics.push(
         Metric::single(
             SECTION,
@@ -43,7 +43,7 @@ pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
         )
         .with_bar(Bar::exactly("Q11", 1.0)),
     );
-    let leases = world.sandbox.paths().lease_dir();
+    let leases = world.fleet.sandbox.paths().lease_dir();
     registry::ensure_private_dir(&leases).context(|| format!("creating {}", leases.display()))?;
     let watch = LeaseWatch::new(&leases)?;
     let mut rng = StdRng::seed_from_u64(bench.seed);
@@ -80,7 +80,7 @@ fn push_metrics(metrics: &mut Vec<Metric>, samples: Vec<f64>) {
 
 /// One trial; returns the time from the kill to the lease reading `vanished`, in ms.
 fn trial(world: &LoopWorld, watch: &LeaseWatch, name: &str, phase: Duration) -> Outcome<f64> {
-    let sandbox = &world.sandbox;
+    let sandbox = &world.fleet.sandbox;
     let gen_ = sandbox.create_lease(name);
     // As webhook-spawn writes it: the entry's life is its lease's gen (issue 17), so the pane is bound to the lease.
     let mut hook = entry(name, Kind::Hook);

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use agent_box_tests::Sandbox;
+use agent_box_tests::fleet::Fleet;
 use registry::{Document, NewEntry, Paths, SessionName};
 
 use super::fail::{Context, Failure, Outcome, fail};
@@ -133,95 +134,56 @@ pub fn numbered(prefix: &str, count: usize, kind: Kind) -> Vec<(String, Kind)> {
     (0..count).map(|i| (format!("{prefix}-{i:03}"), kind)).collect()
 }
 
-/// A supervisor loop running in a sandbox over `entries` fake agents, all live.
+/// A supervisor loop running in a sandbox over `entries` fake agents, all live: the harness's
+/// [`Fleet`], with the bench's echo lines.
 #[derive(Debug)]
 pub struct LoopWorld {
-    pub sandbox: Sandbox,
-    pub pid: u32,
-    pub entries: usize,
+    pub fleet: Fleet,
 }
 
 impl LoopWorld {
     /// Limit `limit`; `entries` fake agents in run mode, `hooks` of them `hook-*` with open leases; the counting
-    /// tmux wrapper; the loop started and waited for until every pane is live and a whole tick passed without a
+    /// tmux wrapper; the loop started and waited for until every agent runs and a whole tick passed without a
     /// `new-session`.
     pub fn start(section: &str, entries: usize, hooks: usize, limit: &str) -> Outcome<Self> {
         let mut sandbox = Sandbox::new();
-        sandbox.use_counting_tmux();
-        sandbox.set_limit(limit);
+        Fleet::prepare(&mut sandbox, limit);
         let mut names = numbered("idle", entries - hooks, Kind::Plain);
         names.extend(numbered("hook-idle", hooks, Kind::Hook));
         let text = String::from_utf8(registry_bytes(&names)?).context(|| "fixture is not UTF-8".into())?;
-        sandbox.write_registry(&text);
-        for (name, _) in names.iter().filter(|(_, kind)| *kind == Kind::Hook) {
-            sandbox.create_lease(name);
-        }
         print_sandbox_env(section, &sandbox_env(&sandbox));
         println!("{section}: the loop over {entries} entries ({hooks} leased hook entries), stderr to supervisor.log:");
         println!("{}", echo_product(&sandbox.cmd("agent-box-supervisor")));
-        let pid = sandbox.start_supervisor();
-        let world = Self { sandbox, pid, entries };
-        let wanted: Vec<String> = names.into_iter().map(|(n, _)| n).collect();
-        let all_live = || {
-            let live = world.sandbox.live();
-            wanted.iter().all(|n| live.contains(n))
-        };
-        // Far above a healthy start (200 panes take seconds), low enough that a loop which starts nothing fails
-        // the section within minutes.
-        let limit = Duration::from_secs(60) + Duration::from_millis(500 * entries as u64);
-        wait_for(&format!("all {entries} panes to be live"), limit, Duration::from_millis(250), all_live)
-            .map_err(|e| world.explain(e))?;
-        world.wait_quiet_tick()?;
-        Ok(world)
+        let hooks: Vec<String> = names.iter().filter(|(_, kind)| *kind == Kind::Hook).map(|(n, _)| n.clone()).collect();
+        let names = names.into_iter().map(|(n, _)| n).collect();
+        Ok(Self { fleet: Fleet::start(sandbox, &text, names, &hooks) })
     }
 
     /// Ends the running loop (SIGTERM: the sessions stay, 75-upgrades) and starts the one of `bin_dir` over the
     /// same live panes; returns once it has run a whole tick without a `new-session` (it adopted every pane).
     pub fn switch_to(&mut self, bin_dir: &Path) -> Outcome<()> {
-        self.sandbox.signal(self.pid, nix::sys::signal::Signal::SIGTERM);
-        self.sandbox.wait_exit(self.pid, Duration::from_secs(30));
-        self.sandbox.set_bin_dir(bin_dir.to_path_buf());
-        println!("{}", echo_product(&self.sandbox.cmd("agent-box-supervisor")));
-        self.pid = self.sandbox.start_supervisor();
-        self.wait_quiet_tick()
+        self.fleet.stop_supervisor();
+        self.fleet.sandbox.set_bin_dir(bin_dir.to_path_buf());
+        println!("{}", echo_product(&self.fleet.sandbox.cmd("agent-box-supervisor")));
+        self.fleet.restart_supervisor();
+        self.fleet.wait_quiet_tick();
+        Ok(())
     }
 
     /// Adds the supervisor's last log lines to a failure: that is usually where its cause is.
     pub fn explain(&self, err: Failure) -> Failure {
-        let log = self.sandbox.supervisor_log();
-        let lines: Vec<&str> = log.lines().collect();
-        let tail = &lines[lines.len().saturating_sub(10)..];
-        Failure(format!("{err}; supervisor log tail:\n{}", tail.join("\n")))
+        Failure(format!("{err}; {}", self.fleet.log_tail()))
     }
 
-    /// Ticks the loop has run (80 I10: its wrapper lines holding `start-server`).
+    /// Ticks the loop has run (80 I10: its wrapper lines of a tick's first call).
     pub fn ticks(&self) -> usize {
-        self.sandbox.ticks_of(self.pid)
+        self.fleet.ticks()
     }
 
-    /// Waits until the loop has run `target` ticks; a bound far above 2 s per tick.
+    /// Waits until the loop has run `target` ticks (a timeout or an interrupt fails the section).
     pub fn wait_ticks(&self, target: usize) -> Outcome<()> {
-        let limit = Duration::from_secs(30) + Duration::from_millis(10 * self.entries as u64);
-        let poll = Duration::from_millis(20);
-        wait_for(&format!("tick {target} of the loop"), limit, poll, || self.ticks() >= target)
-            .map_err(|e| self.explain(e))
-    }
-
-    /// Waits for a tick whose calls, from its listing to the next tick's, hold no `new-session`.
-    pub fn wait_quiet_tick(&self) -> Outcome<()> {
-        for _ in 0..30 {
-            let t = self.ticks();
-            self.wait_ticks(t + 2)?;
-            let calls = self.sandbox.tmux_calls_of(self.pid);
-            let starts: Vec<usize> =
-                calls.iter().enumerate().filter(|(_, c)| c.contains("start-server")).map(|(i, _)| i).collect();
-            if let (Some(&from), Some(&to)) = (starts.get(t), starts.get(t + 1))
-                && !calls[from..to].iter().any(|c| c.contains("new-session"))
-            {
-                return Ok(());
-            }
-        }
-        fail("the loop kept starting sessions for 30 ticks")
+        self.fleet.wait_ticks(target);
+        Ok(())
     }
 }
 

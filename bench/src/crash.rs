@@ -10,13 +10,11 @@ mod writers;
 use std::ffi::OsString;
 use std::fs;
 use std::io::Read;
-use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nix::sys::signal::Signal;
+use agent_box_tests::kill::{Ended, KillLoop, run_killed};
 use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 use registry::SessionName;
 use serde_json::Value;
 
@@ -38,13 +36,15 @@ const WRITER_NAMES: &str = "rmw, session add|stop|restart, mark-stopped, webhook
 /// The crash section.
 pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     let mut crash = Crash::new(bench)?;
+    // The harness's kill engine; its generator also draws the writers' arguments of the median runs.
+    let mut kills = KillLoop::new(bench.seed);
     println!("{SECTION}: seed {} (replay: cargo xtask bench --seed {} crash)", bench.seed, bench.seed);
     println!("{SECTION}: writers: {WRITER_NAMES} (admitted and refused); each one's command, once:");
-    let medians = crash.medians()?;
+    let medians = crash.medians(&mut kills.rng)?;
     for (writer, median) in WRITERS.iter().zip(&medians) {
         println!("{SECTION}: median complete run: {} {median:.3} ms", writer.label());
     }
-    crash.kill_loop(bench.crash_iterations, &medians)?;
+    crash.kill_loop(&mut kills, bench.crash_iterations, &medians)?;
     let before = temp_files(&crash.world.root).len();
     crash.sweep()?;
     let left = temp_files(&crash.world.root);
@@ -124,11 +124,10 @@ struct WriterCount {
     killed: usize,
 }
 
-/// The section's state: the world, the seeded generator and what the checks found.
+/// The section's state: the world and what the checks found.
 #[derive(Debug)]
 struct Crash {
     world: World,
-    rng: StdRng,
     checks: Checks,
     per_writer: [WriterCount; WRITERS.len()],
     defects: usize,
@@ -138,25 +137,19 @@ impl Crash {
     fn new(bench: &Bench) -> Outcome<Self> {
         let world = World::new(bench.root.clone(), bench.baked()?.to_path_buf(), &bench.release)?;
         print_sandbox_env(SECTION, &world.env);
-        Ok(Self {
-            world,
-            rng: StdRng::seed_from_u64(bench.seed),
-            checks: Checks::default(),
-            per_writer: [WriterCount::default(); WRITERS.len()],
-            defects: 0,
-        })
+        Ok(Self { world, checks: Checks::default(), per_writer: [WriterCount::default(); WRITERS.len()], defects: 0 })
     }
 
     /// The median wall time of complete runs of each writer, in ms, in [`WRITERS`] order (each run checked like
     /// any other). The first run of each writer echoes its command.
-    fn medians(&mut self) -> Outcome<Vec<f64>> {
+    fn medians(&mut self, rng: &mut StdRng) -> Outcome<Vec<f64>> {
         let mut medians = Vec::with_capacity(WRITERS.len());
         for writer in WRITERS {
             let mut times = Vec::with_capacity(MEDIAN_RUNS);
             for k in 0..MEDIAN_RUNS {
                 super::interrupt::check()?;
                 let id = RunId { iteration: None, writer, fraction: None };
-                times.push(self.run_writer(id, None, k == 0)?);
+                times.push(self.run_writer(rng, id, None, k == 0)?);
             }
             let median = super::stats::Summary::of(&times).map(|s| s.median).context(|| "no median".into())?;
             medians.push(median);
@@ -165,40 +158,31 @@ impl Crash {
     }
 
     /// Q-7.1: `iterations` writers picked at random, each killed after a uniform delay in [0, 1.5 × median].
-    fn kill_loop(&mut self, iterations: usize, medians: &[f64]) -> Outcome<()> {
-        for i in 0..iterations {
+    fn kill_loop(&mut self, kills: &mut KillLoop, iterations: usize, medians: &[f64]) -> Outcome<()> {
+        let bounds: Vec<Duration> = medians.iter().map(|ms| Duration::from_secs_f64(1.5 * ms / 1000.0)).collect();
+        kills.run(iterations, &bounds, |rng, pick| {
             super::interrupt::check()?;
-            let writer = WRITERS[self.rng.random_range(0..WRITERS.len())];
-            // A fraction rather than a duration is drawn, so a replay of the seed draws the same numbers even
-            // though the medians it measures differ a little.
-            let fraction: f64 = self.rng.random_range(0.0..=1.0);
-            let delay = Duration::from_secs_f64(fraction * 1.5 * medians[writer.index()] / 1000.0);
-            let id = RunId { iteration: Some(i), writer, fraction: Some(fraction) };
-            self.run_writer(id, Some(delay), false)?;
-            if (i + 1) % 250 == 0 {
-                println!("{SECTION}: {} iterations, {} writers killed mid-run", i + 1, self.checks.tally.killed);
+            let writer = WRITERS[pick.writer];
+            let id = RunId { iteration: Some(pick.iteration), writer, fraction: Some(pick.fraction) };
+            self.run_writer(rng, id, Some(pick.delay), false)?;
+            if (pick.iteration + 1) % 250 == 0 {
+                let (done, killed) = (pick.iteration + 1, self.checks.tally.killed);
+                println!("{SECTION}: {done} iterations, {killed} writers killed mid-run");
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Prepares and starts a writer, kills it after `delay` (None: lets it finish), and runs the checks of
     /// Q-7.2. Returns the run's wall time in ms.
-    fn run_writer(&mut self, id: RunId, delay: Option<Duration>, echo: bool) -> Outcome<f64> {
-        let Planned { mut cmd, effect } = self.world.prepare(id.writer, &mut self.rng)?;
+    fn run_writer(&mut self, rng: &mut StdRng, id: RunId, delay: Option<Duration>, echo: bool) -> Outcome<f64> {
+        let Planned { mut cmd, effect } = self.world.prepare(id.writer, rng)?;
         if echo {
             println!("{}", echo_writer(&cmd, &self.world.env));
         }
-        let started = Instant::now();
-        let mut child = cmd.spawn().context(|| format!("starting {}", cmd.get_program().to_string_lossy()))?;
-        if let Some(delay) = delay {
-            std::thread::sleep(delay);
-            // Not yet waited for, so the pid cannot have been reused: at worst it names our own zombie.
-            let _ = child.kill();
-        }
-        let status = child.wait().context(|| "waiting for a writer".into())?;
-        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-        let killed = delay.is_some() && status.signal() == Some(Signal::SIGKILL as i32);
+        let Ended { mut child, status, killed, elapsed } =
+            run_killed(&mut cmd, delay).context(|| format!("running {}", cmd.get_program().to_string_lossy()))?;
+        let elapsed = elapsed.as_secs_f64() * 1000.0;
         self.count(id.writer, killed);
         let committed = if id.writer == Writer::Rmw { last_committed(&mut child) } else { None };
         let (doc, mut found) = self.checks.after_run(&self.world.root, committed);

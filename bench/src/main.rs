@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: measures the quality bars of spec 90 (sections `epilogue` Q1 Q2, `tick` Q3 Q5, `add` Q4,
+//! `agent-box-bench`, run as `cargo xtask bench`: measures the quality bars of spec 90 (sections `epilogue` Q1 Q2, `tick` Q3 Q5, `add` Q4,
 //! `vanish` Q11, `rmw` Q6, `crash` Q7, `faults` Q8, `upgrade` Q12, and `golden`, the time of one whole golden
 //! render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
 //! `target/bench/report.json`. A section builds only the programs it runs. Every timed comparison samples both
@@ -6,6 +6,7 @@
 //! `--enforce` 100 when a bar that applies here fails; 96 when the setup or a section cannot run.
 
 mod add;
+mod bake;
 mod baseline;
 mod crash;
 mod epilogue;
@@ -16,7 +17,9 @@ mod golden;
 mod interrupt;
 mod procfs;
 mod report;
+mod report_json;
 mod rmw;
+mod run;
 mod runner;
 mod stats;
 mod tick;
@@ -30,9 +33,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use std::process::ExitCode;
+
 use agent_box_tests::HeldLock;
-use agent_box_types::bench::{BenchReport, SectionFailure};
-use clap::{Args, ValueEnum};
+use clap::{Parser, ValueEnum};
 use rand::RngExt;
 
 use self::facts::Facts;
@@ -40,11 +44,23 @@ use self::fail::{Context, Failure, Outcome, fail};
 use self::report::{Metric, Verdict};
 use self::tools::Tools;
 use self::world::BenchRoot;
-use crate::bake_epilogue::bake_echoed;
-use crate::{exit, run as runner_cmd};
+use crate::bake::bake_echoed;
+use crate::report_json::{BenchReport, SectionFailure};
+use crate::run as runner_cmd;
 
-/// Arguments of `cargo xtask bench`.
-#[derive(Debug, Args)]
+/// The exit codes of bench, the numbers xtask's commands use (XT-1.6).
+mod exit {
+    /// Everything ran (whatever the bars say, without `--enforce`).
+    pub const SUCCESS: u8 = 0;
+    /// The setup or a section could not run.
+    pub const SETUP: u8 = 96;
+    /// `--enforce` and a bar that applies here failed.
+    pub const CHECK_FAILED: u8 = 100;
+}
+
+/// Measure the quality bars of spec 90 (epilogue, tick, add, rmw, crash) and write target/bench/report.json.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask bench", bin_name = "cargo xtask bench")]
 pub struct BenchArgs {
     /// Exit 100 when a bar that applies to this machine fails.
     #[arg(long)]
@@ -135,8 +151,23 @@ impl Bench {
     }
 }
 
+fn main() -> ExitCode {
+    let args = match BenchArgs::try_parse() {
+        Ok(args) => args,
+        Err(err) => {
+            // A failed print (closed stdout) leaves nothing better to do.
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() { USAGE } else { exit::SUCCESS });
+        }
+    };
+    ExitCode::from(run_bench(&args))
+}
+
+/// A usage error; the number clap itself uses.
+const USAGE: u8 = 2;
+
 /// Runs bench and returns the exit code.
-pub fn run(args: &BenchArgs) -> u8 {
+fn run_bench(args: &BenchArgs) -> u8 {
     let sections = selected(&args.filter);
     let measured = sections;
     if measured.is_empty() {
@@ -295,7 +326,7 @@ fn print_facts(facts: &Facts) {
 
 /// `CARGO_TARGET_DIR` when set (relative to the workspace root), else `<workspace>/target`.
 fn target_dir() -> PathBuf {
-    let root = runner_cmd::workspace_root();
+    let root = agent_box_tests::workspace_root();
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |dir| root.join(dir))
 }
 
@@ -396,7 +427,7 @@ fn place_sandboxes(dir: &Path) -> Outcome<()> {
 fn bake_for(root: &BenchRoot) -> Outcome<PathBuf> {
     println!("bench: baking the epilogue for {}", root.root.display());
     bake_echoed(root.paths.registry(), root.paths.state_dir(), agent_box_tests::bake::Profile::Epilogue)
-        .map_err(|stop| Failure(format!("bake failed (exit {}): {}", stop.code, stop.message)))
+        .map_err(|f| Failure(format!("bake failed: {f}")))
 }
 
 /// Prints the table and the summary line and writes `report.json`.

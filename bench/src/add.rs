@@ -30,12 +30,12 @@ const TRIAL_LIMIT: Duration = Duration::from_secs(20);
 pub fn run(_bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     let world = LoopWorld::start(SECTION, IDLE_ENTRIES, 0, "64")?;
     // Q-5.1: the start line shows the watch armed, i.e. no L12 line.
-    let armed = !world.sandbox.supervisor_log().contains("cannot watch");
+    let armed = !world.fleet.sandbox.supervisor_log().contains("cannot watch");
     metrics.push(
         Metric::single(SECTION, "registry watch armed at start (no L12)", Unit::Count, f64::from(u8::from(armed)))
             .with_bar(Bar::exactly("Q4", 1.0)),
     );
-    let agents = world.sandbox.root().join("agents");
+    let agents = world.fleet.sandbox.root().join("agents");
     let watch = Watch::new(&agents);
     if watch.inotify.is_none() {
         println!("{SECTION}: inotify unavailable; falling back to a 1 ms stat poll");
@@ -68,7 +68,7 @@ const ENV_HEADER: &str = "# Managed by agent-box settings page. KEY=value, one p
 /// of add → agent running with an empty store and with one of 50 keys, in alternating order within each round
 /// (the same loop, the same idle entries); the per-round ratio says what the 50 keys cost.
 fn env_store_cost(world: &LoopWorld, watch: &Watch, agents: &Path, metrics: &mut Vec<Metric>) -> Outcome<()> {
-    let store = world.sandbox.home().join(".config/agent-box/env");
+    let store = world.fleet.sandbox.home().join(".config/agent-box/env");
     let full: String = (0..ENV_KEYS).fold(ENV_HEADER.to_owned(), |mut text, k| {
         text.push_str(&format!("BENCH_KEY_{k}=value of key {k} with = and 'quotes'\n"));
         text
@@ -118,14 +118,14 @@ fn push_metrics(metrics: &mut Vec<Metric>, total: Vec<f64>, add_only: Vec<f64>) 
 
 /// `agent-box-session add NAME --harness tool -- --as NAME` (Q-5.2): the fake agent names itself from `--as`.
 fn add_command(world: &LoopWorld, name: &str) -> Command {
-    let mut cmd = world.sandbox.cmd("agent-box-session");
+    let mut cmd = world.fleet.sandbox.cmd("agent-box-session");
     cmd.args(["add", name, "--harness", "tool", "--", "--as", name]);
     cmd.stdin(Stdio::null());
     cmd
 }
 
 fn rm_command(world: &LoopWorld, name: &str) -> Command {
-    let mut cmd = world.sandbox.cmd("agent-box-session");
+    let mut cmd = world.fleet.sandbox.cmd("agent-box-session");
     cmd.args(["rm", name]).stdin(Stdio::null());
     cmd
 }
@@ -176,7 +176,9 @@ fn remove(world: &LoopWorld, name: &str) -> Outcome<()> {
     let before = world.ticks();
     let out = rm_command(world, name).output().context(|| "running agent-box-session rm".into())?;
     succeeded(&out, "agent-box-session rm")?;
-    wait_for(&format!("{name} to be gone"), TRIAL_LIMIT, Duration::from_millis(20), || !world.sandbox.is_live(name))?;
+    wait_for(&format!("{name} to be gone"), TRIAL_LIMIT, Duration::from_millis(20), || {
+        !world.fleet.sandbox.is_live(name)
+    })?;
     world.wait_ticks(before + 1)?;
     std::thread::sleep(Duration::from_millis(200));
     Ok(())

@@ -1,7 +1,7 @@
 //! Metrics, their bars and verdicts, and the two outputs of bench: the table on stdout and
 //! `target/bench/report.json` (spec 90: per metric samples, median, p95, bar, ratio, verdict).
 
-use agent_box_types::bench::{BarReport, MetricReport, RatioReport, SpreadReport};
+use crate::report_json::{BarReport, MetricReport, RatioReport, SpreadReport};
 
 use super::baseline::FLAG_ABOVE;
 use super::runner::Spread;

@@ -255,12 +255,12 @@ struct Snapshot {
 
 impl LoopWorld {
     fn snapshot(&self) -> Outcome<Snapshot> {
-        let state = self.sandbox.state_dir();
+        let state = self.fleet.sandbox.state_dir();
         Ok(Snapshot {
             ticks: self.ticks(),
-            calls: self.sandbox.tmux_calls_of(self.pid),
-            cpu: procfs::cpu_ticks(self.pid)?,
-            registry: identity(&self.sandbox.registry()),
+            calls: self.fleet.sandbox.tmux_calls_of(self.fleet.pid),
+            cpu: procfs::cpu_ticks(self.fleet.pid)?,
+            registry: identity(&self.fleet.sandbox.registry()),
             side: mtimes(&state.join("session"), |n| n.ends_with(".json") || n.ends_with(".launch")),
             leases: leases(&state.join("lease")),
         })
@@ -273,15 +273,19 @@ impl LoopWorld {
         self.wait_ticks(first)?;
         std::thread::sleep(SETTLE);
         let start = self.snapshot()?;
-        println!("{SECTION}: observing {OBSERVED} ticks of {} entries (about {} s)", self.entries, OBSERVED * 2);
+        println!(
+            "{SECTION}: observing {OBSERVED} ticks of {} entries (about {} s)",
+            self.fleet.names.len(),
+            OBSERVED * 2
+        );
         let mut per_tick_ms = Vec::new();
-        let mut previous_ns = procfs::run_time_ns(self.pid);
+        let mut previous_ns = procfs::run_time_ns(self.fleet.pid);
         let mut other = companion.map(Sampler::start).transpose()?;
         let (mut memory_5, mut memory_30) = (None, None);
         for k in 1..=OBSERVED {
             self.wait_ticks(start.ticks + k)?;
             std::thread::sleep(SETTLE);
-            let now_ns = procfs::run_time_ns(self.pid);
+            let now_ns = procfs::run_time_ns(self.fleet.pid);
             let this_tick = match (previous_ns, now_ns) {
                 (Some(before), Some(after)) => Some(after.saturating_sub(before) as f64 / 1e6),
                 _ => None,
@@ -292,8 +296,8 @@ impl LoopWorld {
             }
             previous_ns = now_ns;
             match k {
-                5 => memory_5 = Some(procfs::memory(self.pid)?),
-                OBSERVED => memory_30 = Some(procfs::memory(self.pid)?),
+                5 => memory_5 = Some(procfs::memory(self.fleet.pid)?),
+                OBSERVED => memory_30 = Some(procfs::memory(self.fleet.pid)?),
                 _ => {}
             }
         }
@@ -325,9 +329,9 @@ impl LoopWorld {
     /// from heartbeats and are reported.
     fn strace_locks(&self, bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
         let Some(strace) = &bench.tools.strace else { return Ok(()) };
-        let out = self.sandbox.root().join("strace.out");
+        let out = self.fleet.sandbox.root().join("strace.out");
         let mut cmd = run::command(&strace.to_string_lossy());
-        cmd.args(["-f", "-y", "-e", "trace=flock", "-o"]).arg(&out).args(["-p", &self.pid.to_string()]);
+        cmd.args(["-f", "-y", "-e", "trace=flock", "-o"]).arg(&out).args(["-p", &self.fleet.pid.to_string()]);
         println!("{}", run::echo_line(&cmd));
         let child = cmd
             .stdin(Stdio::null())
@@ -360,11 +364,10 @@ impl LoopWorld {
             println!("{SECTION}: --callgrind needs valgrind (Debian: sudo apt-get install valgrind); skipped");
             return Ok(());
         };
-        self.sandbox.signal(self.pid, Signal::SIGTERM);
-        self.sandbox.wait_exit(self.pid, Duration::from_secs(30));
+        self.fleet.stop_supervisor();
         let out_file = bench.dir.join("callgrind.supervisor-once.out");
-        let env = sandbox_env(&self.sandbox);
-        let mut cmd = command_in(&env, self.sandbox.home(), valgrind);
+        let env = sandbox_env(&self.fleet.sandbox);
+        let mut cmd = command_in(&env, self.fleet.sandbox.home(), valgrind);
         cmd.arg("--tool=callgrind").arg(format!("--callgrind-out-file={}", out_file.display()));
         cmd.arg(bench.release.join("agent-box-supervisor")).arg("--once");
         let ir = callgrind_ir(&mut cmd, &out_file)?;
@@ -391,13 +394,13 @@ struct Sampler<'a> {
 impl<'a> Sampler<'a> {
     fn start(world: &'a LoopWorld) -> Outcome<Self> {
         let ticks = world.ticks();
-        let start_cpu = procfs::cpu_ticks(world.pid)?;
+        let start_cpu = procfs::cpu_ticks(world.fleet.pid)?;
         Ok(Self {
             world,
             start_cpu,
             start_ticks: ticks,
             ticks,
-            run_ns: procfs::run_time_ns(world.pid),
+            run_ns: procfs::run_time_ns(world.fleet.pid),
             out: Companion::default(),
         })
     }
@@ -405,7 +408,7 @@ impl<'a> Sampler<'a> {
     /// One round: the companion's run time per tick since the last round, and its ratio to `large_ms` (the observed
     /// loop's tick of this round). A round in which the companion did not tick gives no figure.
     fn round(&mut self, large_ms: Option<f64>) {
-        let (ticks, run_ns) = (self.world.ticks(), procfs::run_time_ns(self.world.pid));
+        let (ticks, run_ns) = (self.world.ticks(), procfs::run_time_ns(self.world.fleet.pid));
         if let (Some(before), Some(after), true) = (self.run_ns, run_ns, ticks > self.ticks) {
             let small = after.saturating_sub(before) as f64 / 1e6 / (ticks - self.ticks) as f64;
             if small > 0.0 {
@@ -417,7 +420,7 @@ impl<'a> Sampler<'a> {
     }
 
     fn finish(mut self) -> Outcome<Companion> {
-        let cpu = procfs::cpu_ticks(self.world.pid)?;
+        let cpu = procfs::cpu_ticks(self.world.fleet.pid)?;
         self.out.cpu = CpuTicks { own: cpu.own - self.start_cpu.own, children: cpu.children - self.start_cpu.children };
         self.out.ticks = self.world.ticks() - self.start_ticks;
         Ok(self.out)

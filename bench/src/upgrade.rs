@@ -5,19 +5,15 @@
 //! pids changed, each with the bar 0. Counts only, so the bar holds on every machine (Q-1.2 is about timings).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
 use agent_box_tests::Sandbox;
-use agent_box_tests::sandbox::is_tick_call;
-use nix::sys::signal::Signal;
+use agent_box_tests::fleet::Fleet;
 use serde_json::Value;
 
 use super::Bench;
 use super::fail::{Context, Outcome, fail};
 use super::report::{Bar, Metric, Unit};
-use super::world::{Kind, echo_product, numbered, print_sandbox_env, registry_bytes, sandbox_env, wait_for};
+use super::world::{Kind, echo_product, numbered, print_sandbox_env, registry_bytes, sandbox_env};
 
 const SECTION: &str = "upgrade";
 /// Q12's N, and how many of them are leased hook sessions (their leases are what an upgrade used to settle).
@@ -52,10 +48,9 @@ pub fn run(_bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
     Ok(())
 }
 
-/// The sandbox with its tmux unit, the running supervisor's pid and the session names.
+/// The harness's fleet over the tmux unit, and which of its sessions are hook sessions.
 struct World {
-    sandbox: Sandbox,
-    pid: u32,
+    fleet: Fleet,
     names: Vec<(String, Kind)>,
 }
 
@@ -64,15 +59,10 @@ impl World {
     /// whole tick passed without a `new-session`.
     fn start() -> Outcome<Self> {
         let mut sandbox = Sandbox::new();
-        sandbox.use_counting_tmux();
-        sandbox.set_limit("64");
+        Fleet::prepare(&mut sandbox, "64");
         let mut names = numbered("live", SESSIONS - HOOKS, Kind::Plain);
         names.extend(numbered("hook-live", HOOKS, Kind::Hook));
         let text = String::from_utf8(registry_bytes(&names)?).context(|| "fixture is not UTF-8".into())?;
-        sandbox.write_registry(&text);
-        for (name, _) in names.iter().filter(|(_, kind)| *kind == Kind::Hook) {
-            sandbox.create_lease(name);
-        }
         let unit = sandbox.start_tmux_unit();
         println!(
             "{SECTION}: the tmux unit's stand-in, pid {unit}: tmux -f /dev/null -D -L {} (TMUX_TMPDIR={})",
@@ -83,36 +73,33 @@ impl World {
         print_sandbox_env(SECTION, &sandbox_env(&sandbox));
         println!("{SECTION}: the supervisor over {SESSIONS} sessions ({HOOKS} leased hook sessions):");
         println!("{}", echo_product(&sandbox.cmd("agent-box-supervisor")));
-        let pid = sandbox.start_supervisor();
-        let world = Self { sandbox, pid, names };
-        let limit = Duration::from_secs(60) + Duration::from_millis(500 * SESSIONS as u64);
-        wait_for("every agent to run", limit, Duration::from_millis(250), || {
-            world.names.iter().all(|(n, _)| world.sandbox.agent(n).starts() >= 1)
-        })?;
-        world.wait_quiet_tick()?;
-        Ok(world)
+        let hooks: Vec<String> = names.iter().filter(|(_, k)| *k == Kind::Hook).map(|(n, _)| n.clone()).collect();
+        let all = names.iter().map(|(n, _)| n.clone()).collect();
+        let fleet = Fleet::start(sandbox, &text, all, &hooks);
+        Ok(Self { fleet, names })
     }
 
     fn seen(&self) -> Seen {
+        let sandbox = &self.fleet.sandbox;
         let agents = self
             .names
             .iter()
             .filter_map(|(name, _)| {
-                let records = self.sandbox.agent(name);
+                let records = sandbox.agent(name);
                 let starts = records.starts();
                 (starts > 0).then(|| (name.clone(), (starts, records.pid(starts))))
             })
             .collect();
         let leases: Vec<Value> =
-            self.names.iter().filter(|(_, k)| *k == Kind::Hook).filter_map(|(n, _)| self.sandbox.lease(n)).collect();
+            self.names.iter().filter(|(_, k)| *k == Kind::Hook).filter_map(|(n, _)| sandbox.lease(n)).collect();
         let hooks = self.names.iter().filter(|(_, k)| *k == Kind::Hook);
         Seen {
-            live: self.sandbox.live().into_iter().collect(),
+            live: sandbox.live().into_iter().collect(),
             agents,
             outcomes: leases.iter().filter(|l| l.get("outcome").is_some_and(|o| !o.is_null())).count(),
-            hook_log: self.sandbox.hook_log().len(),
+            hook_log: sandbox.hook_log().len(),
             heartbeats: hooks
-                .filter_map(|(n, _)| Some((n.clone(), self.sandbox.lease(n)?.get("lastSeenAt")?.clone())))
+                .filter_map(|(n, _)| Some((n.clone(), sandbox.lease(n)?.get("lastSeenAt")?.clone())))
                 .collect(),
         }
     }
@@ -120,12 +107,13 @@ impl World {
     /// Sets every lease's `lastSeenAt` ten minutes back (with the supervisor between ticks, which writes a
     /// heartbeat at most once a minute), so a heartbeat of the upgraded supervisor shows as a change.
     fn age_heartbeats(&self) -> Outcome<()> {
+        let sandbox = &self.fleet.sandbox;
         let old = registry::time::format_iso(registry::time::now_epoch() - 600);
         for (name, _) in self.names.iter().filter(|(_, k)| *k == Kind::Hook) {
-            let mut lease = self.sandbox.lease(name).context(|| format!("the lease of {name} is missing"))?;
+            let mut lease = sandbox.lease(name).context(|| format!("the lease of {name} is missing"))?;
             lease["lastSeenAt"] = Value::from(old.clone());
             let bytes = serde_json::to_vec(&lease).context(|| format!("the lease of {name}"))?;
-            let path = self.sandbox.lease_path(name);
+            let path = sandbox.lease_path(name);
             std::fs::write(&path, bytes).context(|| format!("writing {}", path.display()))?;
         }
         Ok(())
@@ -134,66 +122,18 @@ impl World {
     /// SIGTERM, then the supervisor binary copied to `<root>/upgrade/` and started from there; returns after it
     /// has run `TICKS_AFTER` ticks.
     fn upgrade(&mut self) -> Outcome<()> {
-        println!("{SECTION}: SIGTERM to the supervisor (pid {})", self.pid);
-        self.sandbox.signal(self.pid, Signal::SIGTERM);
-        let code = self.sandbox.wait_exit(self.pid, Duration::from_secs(30));
+        println!("{SECTION}: SIGTERM to the supervisor (pid {})", self.fleet.pid);
+        let code = self.fleet.stop_supervisor();
         if code != Some(0) {
             return fail(format!("the supervisor exited with {code:?} after SIGTERM, not 0"));
         }
-        let dir = self.sandbox.root().join("upgrade");
-        copy_program(&agent_box_tests::bins::bin("agent-box-supervisor"), &dir.join("agent-box-supervisor"))?;
-        self.sandbox.set_bin_dir(dir);
+        self.fleet.copy_supervisor_to_upgrade_dir();
         println!("{SECTION}: the upgrade, a copy of the binary at another path:");
-        println!("{}", echo_product(&self.sandbox.cmd("agent-box-supervisor")));
-        self.pid = self.sandbox.start_supervisor();
-        self.wait_ticks(TICKS_AFTER)
+        println!("{}", echo_product(&self.fleet.sandbox.cmd("agent-box-supervisor")));
+        self.fleet.restart_supervisor();
+        self.fleet.wait_ticks(TICKS_AFTER);
+        Ok(())
     }
-
-    fn ticks(&self) -> usize {
-        self.sandbox.ticks_of(self.pid)
-    }
-
-    fn wait_ticks(&self, target: usize) -> Outcome<()> {
-        let limit = Duration::from_secs(30) + Duration::from_millis(20 * SESSIONS as u64) * target as u32;
-        wait_for(&format!("tick {target} of the supervisor"), limit, Duration::from_millis(20), || {
-            self.ticks() >= target
-        })
-        .map_err(|e| super::fail::Failure(format!("{e}; supervisor log:\n{}", self.sandbox.supervisor_log())))
-    }
-
-    /// Waits for two ticks in a row with no `new-session` between them: every pane is adopted.
-    fn wait_quiet_tick(&self) -> Outcome<()> {
-        for _ in 0..30 {
-            let t = self.ticks();
-            self.wait_ticks(t + 2)?;
-            let calls = self.sandbox.tmux_calls_of(self.pid);
-            let ticks: Vec<usize> = calls.iter().enumerate().filter(|(_, c)| is_tick_call(c)).map(|(i, _)| i).collect();
-            if let (Some(&from), Some(&to)) = (ticks.get(t), ticks.get(t + 1))
-                && !calls[from..to].iter().any(|c| c.contains("new-session"))
-            {
-                return Ok(());
-            }
-        }
-        fail("the supervisor kept starting sessions for 30 ticks")
-    }
-
-    /// The running supervisor's `new-session` calls (the wrapper log is per process).
-    fn new_sessions(&self) -> usize {
-        self.sandbox.tmux_calls_of(self.pid).iter().filter(|c| c.contains("new-session")).count()
-    }
-}
-
-/// `cp` then a rename, as an install replaces a program; a helper process writes it, so no descriptor of bench
-/// open for writing can reach a concurrent fork and make the exec fail with ETXTBSY.
-fn copy_program(from: &Path, to: &Path) -> Outcome<()> {
-    let dir = to.parent().context(|| format!("{} has no directory", to.display()))?;
-    std::fs::create_dir_all(dir).context(|| format!("creating {}", dir.display()))?;
-    let temp = to.with_extension("tmp");
-    let status = Command::new("cp").arg(from).arg(&temp).status().context(|| "running cp".into())?;
-    if !status.success() {
-        return fail(format!("cp {} {} failed ({status})", from.display(), temp.display()));
-    }
-    std::fs::rename(&temp, to).context(|| format!("renaming {} to {}", temp.display(), to.display()))
 }
 
 /// True while process `pid` exists.
@@ -218,9 +158,9 @@ fn push_metrics(metrics: &mut Vec<Metric>, world: &World, before: &Seen, aged: &
     metrics.push(q12("lease outcomes written", outcomes));
     metrics.push(q12("agent pids changed", changed));
     metrics.push(count("    hook-log end records written", after.hook_log.saturating_sub(before.hook_log)));
-    metrics.push(count("    new-session calls of the upgraded supervisor", world.new_sessions()));
+    metrics.push(count("    new-session calls of the upgraded supervisor", world.fleet.new_sessions()));
     metrics.push(count(&format!("    leases whose heartbeat the upgraded supervisor wrote (of {HOOKS})"), resumed));
-    metrics.push(count("    ticks of the upgraded supervisor observed", world.ticks()));
+    metrics.push(count("    ticks of the upgraded supervisor observed", world.fleet.ticks()));
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use super::world::{
     BenchRoot, Kind, command_in, echo_product, numbered, output, print_sandbox_env, registry_bytes, sandbox_env,
 };
 use super::{Bench, facts};
-use crate::bake_epilogue::bake_echoed;
+use crate::bake::{self, bake_echoed};
 
 const SECTION: &str = "epilogue";
 const WARMUP: usize = 20;
@@ -278,15 +278,15 @@ fn push_case(metrics: &mut Vec<Metric>, name: &str, paired: &Paired, bar: Option
 /// Q2: the baked static binary against 1.5 MiB, and the dev-profile dynamic build for comparison.
 fn sizes(bench: &Bench, baked: &Path, metrics: &mut Vec<Metric>) -> Outcome<()> {
     let size = |p: &Path| fs::metadata(p).map(|m| m.len() as f64).context(|| format!("size of {}", p.display()));
-    let linkage = crate::bake_epilogue::linkage(baked).context(|| format!("reading {}", baked.display()))?;
+    let linkage = bake::linkage(baked).context(|| format!("reading {}", baked.display()))?;
     let static_size = size(baked)?;
     metrics.push(
         Metric::single(SECTION, format!("size, profile epilogue ({linkage}, stripped)"), Unit::Bytes, static_size)
             .with_bar(Bar::at_most("Q2", Q2_BYTES, Scope::Everywhere)),
     );
     let dev = bake_echoed(bench.root.paths.registry(), bench.root.paths.state_dir(), Profile::Dev)
-        .map_err(|stop| Failure(format!("dev bake failed: {}", stop.message)))?;
-    let dev_linkage = crate::bake_epilogue::linkage(&dev).context(|| format!("reading {}", dev.display()))?;
+        .map_err(|f| Failure(format!("dev bake failed: {f}")))?;
+    let dev_linkage = bake::linkage(&dev).context(|| format!("reading {}", dev.display()))?;
     let dev_size = size(&dev)?;
     metrics.push(
         Metric::single(SECTION, format!("size, profile dev ({dev_linkage}, debug info)"), Unit::Bytes, dev_size)
@@ -306,7 +306,7 @@ fn on_tmpfs(env: &[(OsString, OsString)], home: &Path, metrics: &mut Vec<Metric>
     }
     let root = BenchRoot::at(&shm.join(format!("agent-box-bench-{}", nix::unistd::getuid())));
     let baked = bake_echoed(root.paths.registry(), root.paths.state_dir(), Profile::Epilogue)
-        .map_err(|stop| Failure(format!("bake for /dev/shm failed: {}", stop.message)))?;
+        .map_err(|f| Failure(format!("bake for /dev/shm failed: {f}")))?;
     let result = SIZES.into_iter().zip(Q1_RATIO).try_for_each(|(entries, limit)| {
         let paired = Fixture::create(&root, entries).and_then(|f| measure(&f, &baked, Case::Clean, env, home))?;
         push_case(metrics, &format!("(c) = (a) on tmpfs, {entries} entries"), &paired, None);
