@@ -293,10 +293,9 @@ fn print_facts(facts: &Facts) {
     }
 }
 
-/// `CARGO_TARGET_DIR` when set (relative to the workspace root), else `<workspace>/target`.
+/// Cargo's target directory for this checkout, as `cargo metadata` named it.
 fn target_dir() -> PathBuf {
-    let root = runner_cmd::workspace_root();
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |dir| root.join(dir))
+    runner_cmd::target_dir()
 }
 
 /// A release program a section runs.

@@ -1,4 +1,4 @@
-//! The demo's private world: root under `target/tmp/demo`, HOME, a private tmux socket, the embedded agent and
+//! The demo's private world: root under `<target>/tmp/demo`, HOME, a private tmux socket, the embedded agent and
 //! seed, the baked epilogue, the supervisor process, and the teardown that runs on every path.
 
 use std::ffi::OsString;
@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use agent_box_tests::bake::{Profile, bake};
+use agent_box_install::bake::Profile;
 use agent_box_tests::bins::bin_dir;
 use lease::LeaseDir;
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sigaction};
@@ -63,23 +63,20 @@ impl World {
         if !built.is_ok_and(|s| s.success()) {
             return Err(exit::SETUP);
         }
-        let root = run::workspace_root().join("target/tmp/demo");
+        let root = run::target_dir().join("tmp/demo");
         let home = root.join("home/demo");
         let registry = home.join(".config/agent-box/sessions.json");
         let state = home.join(".local/state/agent-box");
         if !quiet {
             println!("demo: baking the epilogue for the demo root (first run: about a minute; later runs reuse it)…");
         }
-        let baked = bake(&registry, &state, Profile::Dev).map_err(|e| {
+        let workspace =
+            agent_box_install::workspace::Workspace { root: run::workspace_root(), target: run::target_dir() };
+        let baked = agent_box_install::bake::bake(&workspace, &registry, &state, Profile::Dev).map_err(|e| {
             println!("demo: cannot bake the epilogue: {e}");
             exit::SETUP
         })?;
-        let _ = fs::remove_dir_all(&root);
-        // The root and target/tmp above it get ordinary modes first: ensure_private_dir makes every directory it
-        // creates 0700, and a 0700 target/tmp kept the unprivileged test user of `cargo xtask ci` (faults::f1) out
-        // of its slot sandbox after a demo.
-        fs::create_dir_all(&root).map_err(|e| setup_error(&root, &e))?;
-        registry::ensure_private_dir(&home).map_err(|e| setup_error(&home, &e))?;
+        make_root(&root, &home)?;
         let pid = std::process::id();
         let socket = format!("abx-demo-{pid}");
         let tmux_dir = PathBuf::from(format!("/tmp/abx-demo-{pid}"));
@@ -165,7 +162,8 @@ impl World {
         cmd.stdin(Stdio::null()).stdout(Stdio::null());
         cmd.stderr(log.map_or_else(Stdio::null, Stdio::from));
         self.started = Instant::now();
-        self.say("starting agent-box-supervisor (stderr: target/tmp/demo/supervisor.log)");
+        let log = run::display_from_root(&self.root.join("supervisor.log"));
+        self.say(&format!("starting agent-box-supervisor (stderr: {log})"));
         self.supervisor = cmd.spawn().ok();
     }
 
@@ -235,6 +233,16 @@ const SEED: &str = r#"{
 }
 "#;
 
+/// Wipes the demo root and makes it again: the root and `<target>/tmp` above it with ordinary modes (the umask's),
+/// only HOME inside private. `ensure_private_dir` would make every directory it creates 0700, and a 0700
+/// `<target>/tmp` kept the unprivileged test user of `cargo xtask ci` (faults::f1) out of its slot sandbox after
+/// a demo.
+fn make_root(root: &Path, home: &Path) -> Result<(), u8> {
+    let _ = fs::remove_dir_all(root);
+    fs::create_dir_all(root).map_err(|e| setup_error(root, &e))?;
+    registry::ensure_private_dir(home).map_err(|e| setup_error(home, &e))
+}
+
 fn setup_error(path: &Path, err: &std::io::Error) -> u8 {
     println!("demo: cannot prepare {}: {err}", path.display());
     exit::SETUP
@@ -248,5 +256,31 @@ fn install_interrupt_handler() {
         unsafe {
             let _ = sigaction(signal, &action);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// The modes a demo leaves: `cargo xtask ci` after `cargo xtask demo` needs `<target>/tmp` reachable by
+    /// another user, as a plain `mkdir` would have made it; only the demo's HOME is private.
+    #[test]
+    fn the_demo_root_and_target_tmp_get_ordinary_modes_and_home_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let ordinary = dir.path().join("ordinary");
+        fs::create_dir(&ordinary).unwrap();
+        let root = dir.path().join("target/tmp/demo");
+        let home = root.join("home/demo");
+        fs::create_dir_all(home.join("left-over")).unwrap();
+        make_root(&root, &home).unwrap();
+        assert_eq!(mode(&dir.path().join("target/tmp")), mode(&ordinary));
+        assert_eq!(mode(&root), mode(&ordinary));
+        assert_eq!(mode(&home), 0o700);
+        assert!(!home.join("left-over").exists(), "an earlier demo root is wiped");
     }
 }
