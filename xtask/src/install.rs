@@ -119,6 +119,13 @@ fn run_install(args: &InstallArgs) -> Result<(), Stop> {
     // A manifest from an earlier install makes this run an upgrade, which the last lines explain differently.
     let upgrade = layout.manifest.is_file();
     println!("install: for user {} (HOME {}), prefix {}", inputs.user, inputs.home.display(), inputs.prefix.display());
+    // Which checkout is built and which target directory the programs come from: with a target directory shared
+    // between checkouts, the one thing to be sure of.
+    println!(
+        "install: from the checkout {}, target directory {}",
+        run::workspace_root().display(),
+        run::target_dir().display()
+    );
     let release = build_release()?;
     let paths = registry::Paths::for_root(&inputs.home, &inputs.user);
     println!("install: baking the epilogue for {} (first time: about a minute)…", paths.registry().display());
