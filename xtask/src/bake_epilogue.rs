@@ -278,12 +278,14 @@ mod tests {
     #[test]
     fn echoed_command_matches_xt_5_3() {
         let line = run::echo_line(&cargo_command(Path::new(P), Path::new(D), Profile::Epilogue));
+        // `target/bake` with the default target directory; wherever cargo's target directory is, its `bake/`.
+        let bake_dir = run::display_from_root(&run::target_dir().join("bake"));
         assert_eq!(
             line,
             format!(
                 "$ AGENT_BOX_BAKE_SESSIONS_FILE={P} AGENT_BOX_BAKE_STATE_DIR={D} RUSTFLAGS='-C target-feature=+crt-static' \
                  cargo build --frozen --package agent-box-mark-stopped --profile epilogue \
-                 --target x86_64-unknown-linux-gnu --target-dir target/bake"
+                 --target x86_64-unknown-linux-gnu --target-dir {bake_dir}"
             )
         );
         let dev = run::echo_line(&cargo_command(Path::new(P), Path::new(D), Profile::Dev));
