@@ -78,7 +78,9 @@ fn main() -> ExitCode {
         Err(err) => return ExitCode::from(usage_exit(&err)),
     };
     if let Err(err) = run::find_workspace() {
-        eprintln!("xtask: cannot find the workspace and its target directory: {err}");
+        eprintln!(
+            "xtask: cannot find the workspace and its target directory ({err}); run it as cargo xtask inside the checkout"
+        );
         return ExitCode::from(exit::SETUP);
     }
     let code = match cli.command {
