@@ -20,7 +20,7 @@ pub mod slots;
 pub mod user_manager;
 pub mod wait;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use agent_box_install::workspace::Workspace;
@@ -39,8 +39,8 @@ pub fn use_workspace(chosen: Workspace) -> bool {
 }
 
 /// The checkout under test and cargo's target directory, from run-time facts only, so that checkouts sharing a
-/// target directory (and so one test binary path) never read each other's files: the root is the parent of the
-/// package directory cargo ran this program from (`CARGO_MANIFEST_DIR` in the environment, which `cargo test`
+/// target directory (and so one test binary path) never read each other's files: the root is the workspace above
+/// the package directory cargo ran this program from (`CARGO_MANIFEST_DIR` in the environment, which `cargo test`
 /// and `cargo run` set; the compile-time value only when run by hand), the target directory the one this program
 /// was built into (see [`bins::target_dir`]). No `cargo metadata` here: a test runs in its package directory,
 /// where a relative `CARGO_TARGET_DIR` would name another directory than the one cargo built into.
@@ -48,7 +48,7 @@ pub fn workspace() -> &'static Workspace {
     WORKSPACE.get_or_init(|| {
         let package =
             std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from);
-        let root = package.parent().map_or_else(|| package.clone(), Path::to_path_buf);
+        let root = agent_box_install::workspace::root_above(&package).unwrap_or(package);
         Workspace { root, target: bins::target_dir() }
     })
 }

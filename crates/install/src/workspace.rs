@@ -63,9 +63,26 @@ impl Workspace {
     }
 }
 
+/// The nearest directory at or above `dir` whose `Cargo.toml` declares `[workspace]`: where cargo itself finds the
+/// workspace of a package, for a program that has the package directory and no cargo to ask.
+pub fn root_above(dir: &Path) -> Option<PathBuf> {
+    let declares = |d: &Path| {
+        std::fs::read_to_string(d.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
+    };
+    dir.ancestors().find(|d| declares(d)).map(Path::to_path_buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_root_above_a_nested_package_is_the_workspace_not_its_parent() {
+        let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = root_above(package).unwrap();
+        assert_eq!(root, package.parent().unwrap().parent().unwrap(), "crates/install is two levels down");
+        assert!(root_above(Path::new("/")).is_none());
+    }
 
     #[test]
     fn metadata_gives_root_and_target() {
