@@ -462,6 +462,21 @@ mod tests {
         assert!(!text.contains("AGENT_BOX_SESSIONS_SEED=") && !text.contains("AGENT_BOX_AGENT_BINS="));
     }
 
+    /// W-5: a manifest that exists and cannot be read stops the install before it writes anything; taken for none,
+    /// it would leave the earlier install's files behind, unlisted.
+    #[test]
+    fn an_unreadable_manifest_is_an_error_not_a_first_install() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut unreadable = inputs();
+        unreadable.home = dir.path().join("home");
+        unreadable.prefix = dir.path().join("prefix");
+        let layout = Layout::new(&unreadable.prefix, &unreadable.home);
+        fs::create_dir_all(&layout.manifest).unwrap();
+        let err = install(&unreadable, &Sources::default()).unwrap_err();
+        assert!(matches!(&err, InstallError::Io(path, _) if *path == layout.manifest), "{err}");
+        assert!(!layout.bin.exists(), "nothing was written");
+    }
+
     #[test]
     fn templates_leave_no_placeholder() {
         let texts = [
