@@ -324,10 +324,9 @@ fn print_facts(facts: &Facts) {
     }
 }
 
-/// `CARGO_TARGET_DIR` when set (relative to the workspace root), else `<workspace>/target`.
+/// Cargo's target directory of this run, as the harness found it (from where this executable was built).
 fn target_dir() -> PathBuf {
-    let root = agent_box_tests::workspace_root();
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |dir| root.join(dir))
+    agent_box_tests::target_dir()
 }
 
 /// A release program a section runs.

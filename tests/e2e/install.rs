@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use agent_box_install::{self as install, Inputs, Layout, Sources, read_env_file};
 use agent_box_tests::bins::bin;
-use agent_box_tests::install::{self, Inputs, Layout, Sources, read_env_file};
 use agent_box_tests::{Sandbox, wait_until};
 use nix::sys::signal::Signal;
 use registry::SessionName;

@@ -13,8 +13,8 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use agent_box_install::{TMUX_UNIT_NAME, UNIT_NAME};
 use agent_box_tests::fixtures::{OutputAssertExt, with_stdin};
-use agent_box_tests::install::{TMUX_UNIT_NAME, UNIT_NAME};
 use agent_box_tests::sandbox::start_time;
 use agent_box_tests::user_manager::installed::Installed;
 use agent_box_tests::user_manager::{Skip, UserManager, cgroup};

@@ -18,6 +18,19 @@ pub fn bin_dir() -> PathBuf {
     if let Some(dir) = BIN_DIR_OVERRIDE.get() {
         return dir.clone();
     }
+    own_dir()
+}
+
+/// The target directory this program was built into: the directory above its profile directory
+/// (`<target>/debug/deps/e2e-…` and `<target>/debug/xtask` both give `<target>`), which is where cargo put the
+/// product binaries of this same run, shared target directory or not.
+pub fn target_dir() -> PathBuf {
+    let dir = own_dir();
+    dir.parent().map_or_else(|| dir.clone(), std::path::Path::to_path_buf)
+}
+
+/// The profile directory of the running program itself (`target/debug`), whatever [`use_bin_dir`] chose.
+fn own_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().to_path_buf();
     if dir.file_name().is_some_and(|n| n == "deps" || n == "examples") {

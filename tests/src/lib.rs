@@ -13,7 +13,6 @@ pub mod fixtures;
 pub mod fleet;
 pub mod golden;
 pub mod held;
-pub mod install;
 pub mod interrupt;
 pub mod kill;
 pub mod ops;
@@ -25,14 +24,45 @@ pub mod tree;
 pub mod user_manager;
 pub mod wait;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use agent_box_install::workspace::Workspace;
 
 pub use held::HeldLock;
 pub use sandbox::Sandbox;
 pub use wait::{deadline, wait_until};
 
-/// The workspace root (the parent of this crate's directory), whatever the current directory.
+/// The workspace chosen by the running program (xtask passes the one `cargo metadata` named).
+static WORKSPACE: OnceLock<Workspace> = OnceLock::new();
+
+/// Makes [`workspace`] answer `chosen` for the rest of the process; the first call wins. Returns false when
+/// another workspace had already been chosen or found.
+pub fn use_workspace(chosen: Workspace) -> bool {
+    WORKSPACE.set(chosen.clone()).is_ok() || WORKSPACE.get() == Some(&chosen)
+}
+
+/// The checkout under test and cargo's target directory, from run-time facts only, so that checkouts sharing a
+/// target directory (and so one test binary path) never read each other's files: the root is the workspace above
+/// the package directory cargo ran this program from (`CARGO_MANIFEST_DIR` in the environment, which `cargo test`
+/// and `cargo run` set; the compile-time value only when run by hand), the target directory the one this program
+/// was built into (see [`bins::target_dir`]). No `cargo metadata` here: a test runs in its package directory,
+/// where a relative `CARGO_TARGET_DIR` would name another directory than the one cargo built into.
+pub fn workspace() -> &'static Workspace {
+    WORKSPACE.get_or_init(|| {
+        let package =
+            std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from);
+        let root = agent_box_install::workspace::root_above(&package).unwrap_or(package);
+        Workspace { root, target: bins::target_dir() }
+    })
+}
+
+/// The root of the checkout under test, whatever the current directory.
 pub fn workspace_root() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.parent().unwrap_or(here).to_path_buf()
+    workspace().root.clone()
+}
+
+/// Cargo's target directory of this run.
+pub fn target_dir() -> PathBuf {
+    workspace().target.clone()
 }

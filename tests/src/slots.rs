@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::held::HeldLock;
-use crate::workspace_root;
+use crate::target_dir;
 
 /// A claimed slot: its root is wiped on claim and on release.
 #[derive(Debug)]
@@ -20,7 +20,7 @@ impl Slot {
     pub fn claim() -> Self {
         let count =
             std::env::var("AGENT_BOX_TEST_SLOTS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).max(1);
-        let base = workspace_root().join("target/tmp/slots");
+        let base = target_dir().join("tmp/slots");
         fs::create_dir_all(&base).unwrap();
         let free = (0..count).find_map(|k| try_claim(&base, k, Duration::ZERO));
         let (root, lock) = free.unwrap_or_else(|| {

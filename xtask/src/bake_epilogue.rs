@@ -1,6 +1,7 @@
 //! `cargo xtask bake-epilogue`: build `agent-box-mark-stopped` with a registry path and a state directory fixed
 //! at build time, verify it, and install it at `--out` (spec 70 §5, XT-5.1–XT-5.7). The build, the cache and the
-//! verification are the harness library's (`agent_box_tests::bake`), so tests and xtask bake the same way.
+//! verification are the deployment library's (`agent_box_install::bake`), so tests and xtask bake the same way,
+//! into `<target>/bake` of cargo's target directory for this checkout.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -9,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
 
-use agent_box_tests::bake::{self, BakeError, Profile};
+use agent_box_install::bake::{self, BakeError, Profile};
+use agent_box_install::workspace::Workspace;
 use clap::{Args, ValueEnum};
 
 use crate::{exit, run};
@@ -116,17 +118,18 @@ fn check_out(out: &Path) -> Result<PathBuf, Stop> {
     Ok(absolute)
 }
 
-/// Bakes through the harness, echoing the cargo command it stands for (XT-1.4), and maps its errors to the exit
+/// Bakes through the deployment library, echoing the cargo command it stands for (XT-1.4), and maps its errors to the exit
 /// codes of XT-1.6: bad path 2, build 96, verification 100.
 pub fn bake_echoed(sessions: &Path, state: &Path, profile: Profile) -> Result<PathBuf, Stop> {
     println!("{}", run::echo_line(&cargo_command(sessions, state, profile)));
     let started = SystemTime::now();
-    let baked = bake::bake(sessions, state, profile).map_err(|e| match e {
+    let workspace = Workspace { root: run::workspace_root(), target: run::target_dir() };
+    let baked = bake::bake(&workspace, sessions, state, profile).map_err(|e| match e {
         BakeError::BadPath(m) => Stop::new(exit::USAGE, m),
         BakeError::Build(m) => Stop::new(exit::SETUP, format!("the bake did not build: {m}")),
         BakeError::Verify(m) => Stop::new(exit::CHECK_FAILED, format!("the baked binary failed verification: {m}")),
     })?;
-    // The harness skips cargo on a cache hit; say so, since the echoed line above did not run then.
+    // The bake skips cargo on a cache hit; say so, since the echoed line above did not run then.
     let fresh = fs::metadata(&baked).and_then(|m| m.modified()).is_ok_and(|t| t >= started);
     if !fresh {
         println!("(cached: {})", baked.display());
@@ -134,7 +137,8 @@ pub fn bake_echoed(sessions: &Path, state: &Path, profile: Profile) -> Result<Pa
     Ok(baked)
 }
 
-/// The cargo command the harness runs for a bake (XT-5.3), for the echo only.
+/// The cargo command the bake runs (XT-5.3), for the echo only; run in the workspace root, so a target directory
+/// under it is shown relative to it.
 fn cargo_command(sessions: &Path, state: &Path, profile: Profile) -> Command {
     let mut cmd = run::command("cargo");
     // The echo lists variables sorted by name, whatever the order they are set in.
@@ -146,7 +150,7 @@ fn cargo_command(sessions: &Path, state: &Path, profile: Profile) -> Command {
         "--target",
         bake::TARGET,
         "--target-dir",
-        "target/bake",
+        &run::display_from_root(&run::target_dir().join("bake")),
     ]);
     cmd
 }
@@ -274,12 +278,14 @@ mod tests {
     #[test]
     fn echoed_command_matches_xt_5_3() {
         let line = run::echo_line(&cargo_command(Path::new(P), Path::new(D), Profile::Epilogue));
+        // `target/bake` with the default target directory; wherever cargo's target directory is, its `bake/`.
+        let bake_dir = run::display_from_root(&run::target_dir().join("bake"));
         assert_eq!(
             line,
             format!(
                 "$ AGENT_BOX_BAKE_SESSIONS_FILE={P} AGENT_BOX_BAKE_STATE_DIR={D} RUSTFLAGS='-C target-feature=+crt-static' \
                  cargo build --frozen --package agent-box-mark-stopped --profile epilogue \
-                 --target x86_64-unknown-linux-gnu --target-dir target/bake"
+                 --target x86_64-unknown-linux-gnu --target-dir {bake_dir}"
             )
         );
         let dev = run::echo_line(&cargo_command(Path::new(P), Path::new(D), Profile::Dev));

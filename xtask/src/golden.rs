@@ -1,5 +1,5 @@
 //! `cargo xtask golden [--bless]` (70 §4, GD-6, GD-7) and ci step 5: build the binaries, render every
-//! artefact with the harness's renderer into `target/golden/rendered/`, and compare with `golden/`; `--bless`
+//! artefact with the harness's renderer into `<target>/golden/rendered/`, and compare with `golden/`; `--bless`
 //! makes `golden/` equal to a render that is deterministic and leaks nothing, then refreshes `golden/nix/`
 //! through the nix step's own bless (when this machine has a nixpkgs lib).
 
@@ -13,7 +13,7 @@ use crate::{exit, run};
 
 /// The directory the check renders into, kept afterwards so a reader can look at what differed.
 fn rendered_dir() -> PathBuf {
-    run::workspace_root().join("target/golden/rendered")
+    run::target_dir().join("golden/rendered")
 }
 
 /// The command: 0 current or blessed, 100 drift or refused bless, 96 no render.
@@ -86,7 +86,7 @@ fn print_check(report: &CheckReport) -> u8 {
 }
 
 fn run_bless() -> u8 {
-    let scratch = run::workspace_root().join("target/golden/bless");
+    let scratch = run::target_dir().join("golden/bless");
     let renders = guarded("the render", || (golden::render(), golden::render()));
     let (first, second): (Rendered, Rendered) = match renders {
         Ok(pair) => pair,

@@ -1,8 +1,9 @@
 //! `cargo xtask install [--prefix DIR] [--no-unit]` and `cargo xtask uninstall [--prefix DIR]` (issue 11): the
 //! operator's path on a box without Nix, for the invoking user. Install builds the release binaries, bakes the
 //! epilogue for this user's registry and state directory, renders the manual pages, then writes everything
-//! through the harness library (`agent_box_tests::install`, which the golden renderer and the end-to-end test use
-//! too) and prints the next commands. Re-running it upgrades in place: then only the supervisor's unit is to be
+//! through the deployment library (`agent_box_install`, which the golden renderer and the end-to-end test use
+//! too) and prints the next commands. The programs are copied from `<target>/release` of cargo's target directory
+//! for this checkout (`CARGO_TARGET_DIR` and `build.target-dir` count), where the build just put them. Re-running it upgrades in place: then only the supervisor's unit is to be
 //! restarted, which ends no session, because the tmux server has a unit of its own (75-upgrades), which is never
 //! restarted for an upgrade. Install never talks to the user manager itself. Uninstall stops both units (the end of
 //! every session) and removes exactly what the manifest lists, never the registry, leases, logs or
@@ -10,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_box_tests::bake::Profile;
-use agent_box_tests::install::{self, Inputs, Layout, Sources, TMUX_UNIT_NAME, UNIT_NAME};
+use agent_box_install::bake::Profile;
+use agent_box_install::{self as install, Inputs, Layout, Sources, TMUX_UNIT_NAME, UNIT_NAME};
 use clap::Args;
 
 use crate::{exit, run};
@@ -118,6 +119,13 @@ fn run_install(args: &InstallArgs) -> Result<(), Stop> {
     // A manifest from an earlier install makes this run an upgrade, which the last lines explain differently.
     let upgrade = layout.manifest.is_file();
     println!("install: for user {} (HOME {}), prefix {}", inputs.user, inputs.home.display(), inputs.prefix.display());
+    // Which checkout is built and which target directory the programs come from: with a target directory shared
+    // between checkouts, the one thing to be sure of.
+    println!(
+        "install: from the checkout {}, target directory {}",
+        run::workspace_root().display(),
+        run::target_dir().display()
+    );
     let release = build_release()?;
     let paths = registry::Paths::for_root(&inputs.home, &inputs.user);
     println!("install: baking the epilogue for {} (first time: about a minute)…", paths.registry().display());
@@ -153,7 +161,7 @@ fn build_release() -> Result<PathBuf, Stop> {
         cmd.args(["--package", package]);
     }
     match run::status(&mut cmd) {
-        Ok(status) if status.success() => Ok(run::workspace_root().join("target/release")),
+        Ok(status) if status.success() => Ok(run::target_dir().join("release")),
         Ok(status) => Err(Stop(exit::SETUP, format!("the release build failed ({status})"))),
         Err(err) => Err(Stop(exit::SETUP, format!("cannot run cargo: {err}"))),
     }

@@ -28,9 +28,9 @@ struct Cli {
 enum Command {
     /// Run every check (setup, fmt, clippy, test, golden, nix, powerloss); the project's one test command.
     Ci,
-    /// Show the supervisor doing its main job for ~20 s in a private root and tmux server, then tear down.
+    /// Show the supervisor doing its main job for about 5 s in a private root and tmux server, then tear down.
     Demo {
-        /// Keep the demo root under target/tmp/demo for inspection (processes are stopped either way).
+        /// Keep the demo root (<target>/tmp/demo) for inspection (processes are stopped either way).
         #[arg(long)]
         keep: bool,
         /// Print only the milestone lines.
@@ -56,7 +56,7 @@ enum Command {
     Install(install::InstallArgs),
     /// Remove exactly what install wrote (never the registry, leases or logs).
     Uninstall(install::UninstallArgs),
-    /// Render the manual pages of the four programs (default into target/man/).
+    /// Render the manual pages of the four programs (default into <target>/man/).
     Man {
         /// The directory to write the pages into.
         #[arg(long, value_name = "DIR")]
@@ -66,7 +66,8 @@ enum Command {
     Chaos(chaos::ChaosArgs),
     /// Power losses under LazyFS over concurrent writers; check that nothing acknowledged was lost (issue 18).
     Powerloss(powerloss::PowerlossArgs),
-    /// Measure the quality bars of spec 90 (epilogue, tick, add, rmw, crash) and write target/bench/report.json.
+    /// Measure the quality bars of spec 90 (epilogue, tick, add, vanish, rmw, crash, faults, upgrade, golden) and
+    /// write <target>/bench/report.json.
     Bench(bench::BenchArgs),
 }
 
@@ -75,6 +76,12 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return ExitCode::from(usage_exit(&err)),
     };
+    if let Err(err) = run::find_workspace() {
+        eprintln!(
+            "xtask: cannot find the workspace and its target directory ({err}); run it as cargo xtask inside the checkout"
+        );
+        return ExitCode::from(exit::SETUP);
+    }
     let code = match cli.command {
         Command::Ci => ci::run(),
         Command::Demo { keep, quiet } => demo::run(keep, quiet),

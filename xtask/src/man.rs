@@ -60,9 +60,9 @@ fn epilogue_command() -> Command {
         .arg(Arg::new("version").long("version").action(ArgAction::SetTrue).help("Print the version"))
 }
 
-/// Writes every page into `out` (default `target/man/`); exit code of XT-1.6.
+/// Writes every page into `out` (default `<target>/man/`); exit code of XT-1.6.
 pub fn run(out: Option<PathBuf>) -> u8 {
-    let dir = out.unwrap_or_else(|| run::workspace_root().join("target/man"));
+    let dir = out.unwrap_or_else(|| run::target_dir().join("man"));
     if let Err(err) = fs::create_dir_all(&dir) {
         eprintln!("man: cannot create {}: {err}", dir.display());
         return exit::SETUP;

@@ -1,18 +1,49 @@
 //! Echo-and-run: every subprocess is printed as `$ <argv>` before it starts and runs in the workspace root
-//! (XT-1.4), so a reader of a CI log can repeat any step by copy and paste.
+//! (XT-1.4), so a reader of a CI log can repeat any step by copy and paste; and where that root and cargo's target
+//! directory are.
 
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output};
+use std::sync::OnceLock;
 
-/// The workspace root: the parent of xtask's manifest directory, fixed at compile time so that the caller's
-/// current directory never matters.
+use agent_box_install::workspace::{Workspace, WorkspaceError};
+
+/// The checkout and target directory of this run, found once by [`find_workspace`].
+static WORKSPACE: OnceLock<Workspace> = OnceLock::new();
+
+/// Asks cargo where the invoked checkout and its target directory are (`cargo metadata`; see
+/// `agent_box_install::workspace`), once, before any command runs, and hands the answer to the harness too, so
+/// that its sandboxes, slots and golden fixtures are this checkout's.
+pub fn find_workspace() -> Result<(), WorkspaceError> {
+    let found = Workspace::find()?;
+    agent_box_tests::use_workspace(found.clone());
+    let _ = WORKSPACE.set(found);
+    Ok(())
+}
+
+fn workspace() -> &'static Workspace {
+    // Unit tests do not run `main`; they ask cargo themselves, as the harness does.
+    WORKSPACE.get_or_init(|| agent_box_tests::workspace().clone())
+}
+
+/// The root of the invoked checkout (never a path compiled in: a shared target directory holds one xtask binary
+/// for every checkout that uses it).
 pub fn workspace_root() -> PathBuf {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // An absolute manifest dir always has a parent; the fallback only keeps the function total.
-    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+    workspace().root.clone()
+}
+
+/// Cargo's target directory for this checkout (`CARGO_TARGET_DIR`, `build.target-dir`, else `<root>/target`).
+pub fn target_dir() -> PathBuf {
+    workspace().target.clone()
+}
+
+/// `path` relative to the workspace root when it is under it (what a reader types there), else as it is.
+pub fn display_from_root(path: &Path) -> String {
+    let root = workspace_root();
+    path.strip_prefix(&root).unwrap_or(path).display().to_string()
 }
 
 /// A `Command` for `program` that will run in the workspace root.
@@ -79,5 +110,12 @@ mod tests {
     fn workspace_root_holds_the_workspace_manifest() {
         assert!(workspace_root().join("Cargo.toml").is_file());
         assert!(workspace_root().join("xtask").is_dir());
+    }
+
+    /// This unit-test binary was built into the target directory cargo uses for this checkout.
+    #[test]
+    fn target_dir_holds_this_build() {
+        let exe = std::env::current_exe().unwrap();
+        assert!(exe.starts_with(target_dir()), "{} not under {}", exe.display(), target_dir().display());
     }
 }

@@ -26,7 +26,7 @@ pub use self::report::Report;
 use self::seen::Seen;
 use self::watch::Watch;
 use self::world::{Late, World};
-use crate::workspace_root;
+use crate::target_dir;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -666,7 +666,7 @@ impl Driver {
 
 /// `target/chaos/truth-<seed>-<sessions>.log`: every action with its time, for replaying a failure by hand.
 fn write_truth(options: &Options, truth: &[String]) -> PathBuf {
-    let dir = workspace_root().join("target/chaos");
+    let dir = target_dir().join("chaos");
     let path = dir.join(format!("truth-{}-{}.log", options.seed, options.sessions));
     let _ = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, truth.join("\n") + "\n"));
     path

@@ -17,8 +17,8 @@ use crate::agents::{AgentRecords, script};
 use crate::bake::{Profile, bake};
 use crate::bins::bin;
 use crate::fixtures::OutputAssertExt;
-use crate::install::{self, Inputs, Layout, Sources, UNIT_NAME};
 use crate::sandbox::is_tick_call;
+use agent_box_install::{self as install, Inputs, Layout, Sources, UNIT_NAME};
 
 /// The installation of one test account.
 #[derive(Debug)]

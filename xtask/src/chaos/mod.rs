@@ -38,7 +38,7 @@ pub fn run(args: &ChaosArgs) -> u8 {
             return exit::SETUP;
         }
     }
-    agent_box_tests::bins::use_bin_dir(run::workspace_root().join("target/debug"));
+    agent_box_tests::bins::use_bin_dir(run::target_dir().join("debug"));
     println!(
         "chaos: seed {seed}, {} sessions over {seconds} s (replay: cargo xtask chaos --sessions {} --seed {seed} --duration {seconds})",
         args.sessions, args.sessions

@@ -1,4 +1,4 @@
-//! The demo's world, a harness [`Sandbox`] at `target/tmp/demo` (HOME `home/demo`, a private tmux socket,
+//! The demo's world, a harness [`Sandbox`] at `<target>/tmp/demo` (HOME `home/demo`, a private tmux socket,
 //! the baked epilogue) with the demo's own agent, seed, limit and lease on top, and the teardown that runs on
 //! every path.
 
@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use agent_box_install::bake::{Profile, bake};
+use agent_box_install::workspace::Workspace;
 use agent_box_tests::Sandbox;
-use agent_box_tests::bake::{Profile, bake};
 use lease::LeaseDir;
 use registry::SessionName;
 use serde_json::Value;
@@ -51,23 +52,18 @@ impl World {
         if !built.is_ok_and(|s| s.success()) {
             return Err(exit::SETUP);
         }
-        let root = run::workspace_root().join("target/tmp/demo");
+        let root = run::target_dir().join("tmp/demo");
         let home = root.join(HOME_UNDER_ROOT);
         if !quiet {
             println!("demo: baking the epilogue for the demo root (first run: about a minute; later runs reuse it)…");
         }
-        let baked =
-            bake(&home.join(".config/agent-box/sessions.json"), &home.join(".local/state/agent-box"), Profile::Dev)
-                .map_err(|e| {
-                    println!("demo: cannot bake the epilogue: {e}");
-                    exit::SETUP
-                })?;
-        let _ = fs::remove_dir_all(&root);
-        // The root and target/tmp above it get ordinary modes first: ensure_private_dir makes every directory it
-        // creates 0700, and a 0700 target/tmp kept the unprivileged test user of `cargo xtask ci` (faults::f1) out
-        // of its slot sandbox after a demo.
-        fs::create_dir_all(&root).map_err(|e| setup_error(&root, &e))?;
-        registry::ensure_private_dir(&home).map_err(|e| setup_error(&home, &e))?;
+        let workspace = Workspace { root: run::workspace_root(), target: run::target_dir() };
+        let registry = home.join(".config/agent-box/sessions.json");
+        let baked = bake(&workspace, &registry, &home.join(".local/state/agent-box"), Profile::Dev).map_err(|e| {
+            println!("demo: cannot bake the epilogue: {e}");
+            exit::SETUP
+        })?;
+        make_root(&root, &home)?;
         let sandbox = Sandbox::at(root.clone(), HOME_UNDER_ROOT, baked);
         let mut world = Self { root, sandbox: Some(sandbox), started: Instant::now(), quiet };
         world.write_files().map_err(|e| setup_error(&world.root, &e))?;
@@ -130,7 +126,8 @@ impl World {
 
     pub fn start_supervisor(&mut self) {
         self.started = Instant::now();
-        self.say("starting agent-box-supervisor (stderr: target/tmp/demo/supervisor.log)");
+        let log = run::display_from_root(&self.root.join("supervisor.log"));
+        self.say(&format!("starting agent-box-supervisor (stderr: {log})"));
         self.sandbox().start_supervisor();
     }
 
@@ -189,7 +186,42 @@ const SEED: &str = r#"{
 }
 "#;
 
+/// Wipes an earlier demo root and makes it again. The root and `<target>/tmp` above it get ordinary modes:
+/// `ensure_private_dir` makes every directory it creates 0700, and a 0700 `<target>/tmp` kept the unprivileged
+/// test user of `cargo xtask ci` (faults::f1) out of its slot sandbox after a demo. Only HOME is private.
+fn make_root(root: &Path, home: &Path) -> Result<(), u8> {
+    let _ = fs::remove_dir_all(root);
+    fs::create_dir_all(root).map_err(|e| setup_error(root, &e))?;
+    registry::ensure_private_dir(home).map_err(|e| setup_error(home, &e))
+}
+
 fn setup_error(path: &Path, err: &std::io::Error) -> u8 {
     println!("demo: cannot prepare {}: {err}", path.display());
     exit::SETUP
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// The modes a demo leaves: `cargo xtask ci` after `cargo xtask demo` needs `<target>/tmp` reachable by
+    /// another user, as a plain `mkdir` would have made it; only the demo's HOME is private.
+    #[test]
+    fn the_demo_root_and_target_tmp_get_ordinary_modes_and_home_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let ordinary = dir.path().join("ordinary");
+        fs::create_dir(&ordinary).unwrap();
+        let root = dir.path().join("target/tmp/demo");
+        let home = root.join("home/demo");
+        fs::create_dir_all(home.join("left-over")).unwrap();
+        make_root(&root, &home).unwrap();
+        assert_eq!(mode(&dir.path().join("target/tmp")), mode(&ordinary));
+        assert_eq!(mode(&root), mode(&ordinary));
+        assert_eq!(mode(&home), 0o700);
+        assert!(!home.join("left-over").exists(), "an earlier demo root is wiped");
+    }
 }

@@ -50,7 +50,7 @@ fn cache_root() -> PathBuf {
     let base = from_env("XDG_CACHE_HOME")
         .filter(|p| p.is_absolute())
         .or_else(|| from_env("HOME").map(|home| home.join(".cache")))
-        .unwrap_or_else(|| run::workspace_root().join("target"));
+        .unwrap_or_else(run::target_dir);
     base.join("agent-box/lazyfs")
 }
 

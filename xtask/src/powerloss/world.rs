@@ -1,4 +1,4 @@
-//! The sandbox the writers run in: a HOME on the LazyFS mount (`target/powerloss/mnt/home/agent`), the products'
+//! The sandbox the writers run in: a HOME on the LazyFS mount (`<target>/powerloss/mnt/home/agent`), the products'
 //! environment, the epilogue baked for that HOME, and the reset that gives every crash round a fresh registry.
 
 use std::ffi::OsString;
@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use agent_box_tests::bake::Profile;
+use agent_box_install::bake::Profile;
 
 use super::mount::Layout;
 use crate::{bake_epilogue, run};
@@ -31,9 +31,9 @@ pub struct World {
 }
 
 impl World {
-    /// Lays out `target/powerloss/` and bakes the epilogue for its HOME.
+    /// Lays out `<target>/powerloss/` and bakes the epilogue for its HOME.
     pub fn prepare(lazyfs: PathBuf) -> Result<Self, String> {
-        let work = run::workspace_root().join("target/powerloss");
+        let work = run::target_dir().join("powerloss");
         let layout = Layout {
             binary: lazyfs,
             mnt: work.join("mnt"),
@@ -51,7 +51,7 @@ impl World {
         let epilogue = bake_epilogue::bake_echoed(paths.registry(), paths.state_dir(), Profile::Dev)
             .map_err(|stop| stop.message)?;
         let env = product_env(&home, &work, &epilogue);
-        Ok(Self { layout, home, paths, env, bins: run::workspace_root().join("target/debug"), epilogue })
+        Ok(Self { layout, home, paths, env, bins: run::target_dir().join("debug"), epilogue })
     }
 
     /// A product (`agent-box-session`, …, or `examples/rmw`) with exactly the sandbox environment, run in HOME.

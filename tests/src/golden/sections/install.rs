@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::golden::artefacts::Artefacts;
 use crate::golden::world::World;
-use crate::install::{self, Inputs, Layout, Sources};
+use agent_box_install::{self as install, Inputs, Layout, Sources};
 
 /// The fixture inputs: the world's HOME, a prefix under its root, tmux at `/usr/bin/tmux`.
 pub fn fixture_inputs(world: &World) -> Inputs {

@@ -288,11 +288,11 @@ const MACHINE_STAND_IN: &str =
     "# Stand-in for the machine's own configuration (hardware, boot loader, file systems).\n{ }\n";
 
 /// Writes the README example as `flake.nix` (and the machine stand-in beside it) into a fresh directory
-/// under `<root>/target/nix-eval/`, removed when the returned guard is dropped.
+/// under `<target>/nix-eval/`, removed when the returned guard is dropped.
 fn write_readme_flake(root: &Path) -> Result<(tempfile::TempDir, PathBuf), String> {
     let readme = fs::read_to_string(root.join("README.md")).map_err(|err| format!("cannot read README.md: {err}"))?;
     let example = readme_example(&readme)?;
-    let parent = root.join("target/nix-eval");
+    let parent = run::target_dir().join("nix-eval");
     let written = fs::create_dir_all(&parent)
         .and_then(|()| tempfile::Builder::new().prefix("readme-").tempdir_in(&parent))
         .and_then(|dir| {
@@ -388,7 +388,7 @@ fn report(out: &mut dyn Write, verdict: &Verdict) -> io::Result<()> {
 }
 
 /// The evaluation part of the step, in the repository (or copy) at `root`: every case, the README twin, and
-/// the pinned cases against `<root>/golden/nix/` (rendered into `<root>/target/golden/nix-rendered/`).
+/// the pinned cases against `<root>/golden/nix/` (rendered into `<target>/golden/nix-rendered/`).
 pub fn check(root: &Path, lib: &NixLib, out: &mut dyn Write) -> StepResult {
     checked(root, lib, out).unwrap_or_else(|err| {
         // nix-instantiate could not be started (a setup problem), or the report could not be written.
@@ -406,7 +406,7 @@ fn checked(root: &Path, lib: &NixLib, out: &mut dyn Write) -> io::Result<StepRes
     let verdicts = run_cases(root, lib, &CASES, out)?;
     let mut failed: Vec<&str> = verdicts.iter().filter(|v| v.failure.is_some()).map(|v| v.case).collect();
     if pinned_cases().all(|case| verdicts.iter().any(|v| v.case == case.name && v.pinned.is_some())) {
-        let rendered = root.join("target/golden/nix-rendered");
+        let rendered = run::target_dir().join("golden/nix-rendered");
         match compare_pinned(root, &rendered, &verdicts, out) {
             Ok(true) => writeln!(out, "nix: golden/{PINNED_DIR} is current ({} files)", pinned_cases().count())?,
             Ok(false) => failed.push("golden/nix"),
@@ -492,7 +492,7 @@ fn render_with(root: &Path, lib: &NixLib, out_dir: &Path) -> Result<Vec<String>,
 /// (100) when the two differ, else makes golden/nix/ equal to the render and prints one `A|M|D <path>` line
 /// per change.
 pub fn bless(root: &Path, lib: &NixLib, out: &mut dyn Write) -> StepResult {
-    let scratch = root.join("target/golden/nix-bless");
+    let scratch = run::target_dir().join("golden/nix-bless");
     let renders = [scratch.join("first"), scratch.join("second")];
     for dir in &renders {
         // A leftover of an earlier bless would count as rendered.

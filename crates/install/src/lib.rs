@@ -1,6 +1,8 @@
-//! What `cargo xtask install` writes for one user on a box without Nix (issue 11), as a library shared by the
+//! Deployment without Nix (issue 11): what `cargo xtask install` writes for one user, as a library shared by the
 //! xtask command (which builds and bakes first), the golden renderer (which pins every text file) and the
-//! end-to-end test (which installs the debug build into a temporary HOME): one implementation of each file.
+//! end-to-end test (which installs the debug build into a temporary HOME): one implementation of each file. The
+//! epilogue bake ([`bake`]) and the run-time lookup of the checkout and cargo's target directory ([`workspace`])
+//! live here too, so that xtask deploys without linking the test harness.
 //!
 //! Layout under the prefix (default `~/.local`):
 //! - `bin/agent-box-supervisor`, `bin/agent-box-mark-stopped` (the epilogue baked for this user, at a stable path
@@ -29,6 +31,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use registry::quote::{is_bare_byte, quote_arg};
+
+pub mod bake;
+pub mod workspace;
 
 /// Who and where an install is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,20 +94,13 @@ impl Layout {
 }
 
 /// Why an install or uninstall stopped.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum InstallError {
     /// A path or value that cannot be written into a unit, a wrapper or an environment file as it is.
+    #[error("{0}")]
     Unsafe(String),
+    #[error("{path}: {err}", path = .0.display(), err = .1)]
     Io(PathBuf, io::Error),
-}
-
-impl std::fmt::Display for InstallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Unsafe(text) => f.write_str(text),
-            Self::Io(path, err) => write!(f, "{}: {err}", path.display()),
-        }
-    }
 }
 
 /// The characters a path may hold to be written bare into a shell script, an environment file and a unit alike:
@@ -171,10 +169,10 @@ pub fn unit_path(prefix: &Path, inherited: &str) -> String {
     entries.join(":")
 }
 
-const UNIT_TEMPLATE: &str = include_str!("install/agent-box.service");
-const TMUX_UNIT_TEMPLATE: &str = include_str!("install/agent-box-tmux.service");
-const WRAPPER_TEMPLATE: &str = include_str!("install/wrapper.sh");
-const ENV_TEMPLATE: &str = include_str!("install/agent-box.env");
+const UNIT_TEMPLATE: &str = include_str!("../templates/agent-box.service");
+const TMUX_UNIT_TEMPLATE: &str = include_str!("../templates/agent-box-tmux.service");
+const WRAPPER_TEMPLATE: &str = include_str!("../templates/wrapper.sh");
+const ENV_TEMPLATE: &str = include_str!("../templates/agent-box.env");
 
 /// The supervisor's user unit (the equivalent of the NixOS unit where a user unit can be).
 pub fn unit_text(inputs: &Inputs) -> String {
@@ -288,7 +286,7 @@ pub fn plan(inputs: &Inputs, sources: &Sources) -> Vec<Planned> {
 pub fn install(inputs: &Inputs, sources: &Sources) -> Result<Vec<PathBuf>, InstallError> {
     inputs.check()?;
     let layout = Layout::new(&inputs.prefix, &inputs.home);
-    let previous = Manifest::read(&layout.manifest);
+    let previous = Manifest::read(&layout.manifest).map_err(|e| InstallError::Io(layout.manifest.clone(), e))?;
     let mut manifest = Manifest { dirs: previous.dirs.clone(), files: Vec::new() };
     let planned = plan(inputs, sources);
     for file in &planned {
@@ -341,8 +339,14 @@ struct Manifest {
 }
 
 impl Manifest {
-    fn read(path: &Path) -> Self {
-        fs::read_to_string(path).map(|text| Self::parse(&text)).unwrap_or_default()
+    /// The manifest of an earlier install; none is a first install, an unreadable one an error (never a first
+    /// install, which would leave the earlier install's files behind unlisted).
+    fn read(path: &Path) -> io::Result<Self> {
+        match fs::read_to_string(path) {
+            Ok(text) => Ok(Self::parse(&text)),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(err) => Err(err),
+        }
     }
 
     fn parse(text: &str) -> Self {
@@ -456,6 +460,21 @@ mod tests {
         let read = read_env_file(&text);
         assert_eq!(read, environment(&inputs()).unit);
         assert!(!text.contains("AGENT_BOX_SESSIONS_SEED=") && !text.contains("AGENT_BOX_AGENT_BINS="));
+    }
+
+    /// W-5: a manifest that exists and cannot be read stops the install before it writes anything; taken for none,
+    /// it would leave the earlier install's files behind, unlisted.
+    #[test]
+    fn an_unreadable_manifest_is_an_error_not_a_first_install() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut unreadable = inputs();
+        unreadable.home = dir.path().join("home");
+        unreadable.prefix = dir.path().join("prefix");
+        let layout = Layout::new(&unreadable.prefix, &unreadable.home);
+        fs::create_dir_all(&layout.manifest).unwrap();
+        let err = install(&unreadable, &Sources::default()).unwrap_err();
+        assert!(matches!(&err, InstallError::Io(path, _) if *path == layout.manifest), "{err}");
+        assert!(!layout.bin.exists(), "nothing was written");
     }
 
     #[test]
