@@ -192,7 +192,7 @@ fn cache_key(sessions: &Path, state: &Path, profile: Profile) -> Result<u64, Bak
     rustc.hash(&mut hasher);
     let root = workspace_root();
     let mut files = vec![root.join("Cargo.lock"), root.join("Cargo.toml")];
-    for krate in ["crates/mark-stopped", "crates/registry", "crates/lease"] {
+    for krate in ["crates/mark-stopped", "crates/base", "crates/registry", "crates/lease"] {
         let krate = root.join(krate);
         files.extend([krate.join("Cargo.toml"), krate.join("build.rs")].into_iter().filter(|f| f.is_file()));
         collect_files(&krate.join("src"), &mut files);
