@@ -28,7 +28,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use registry::quote::{is_bare_byte, quote_arg};
+use base::quote::{is_bare_byte, quote_arg};
 
 /// Who and where an install is for.
 #[derive(Debug, Clone, PartialEq, Eq)]

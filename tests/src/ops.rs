@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use registry::{Document, RegistryError, RegistryLock, SessionName};
+use base::SessionName;
+use registry::{Document, RegistryError, RegistryLock};
 use serde_json::Value;
 use tmux::TmuxApi;
 

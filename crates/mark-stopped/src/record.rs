@@ -5,11 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use base::SessionName;
 use lease::{EndHow, HookLog, LeaseDir};
 use registry::splice::{Canonical, Edited, Found};
-use registry::{
-    Document, EntryMut, Raw, ReadOutcome, SessionName, holds_exactly, read_raw, with_lock_at, write_atomic_parts,
-};
+use registry::{Document, EntryMut, Raw, ReadOutcome, holds_exactly, read_raw, with_lock_at, write_atomic_parts};
 use serde_json::{Map, Value};
 
 use mark_stopped::args::{Life, Report};

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use registry::{Document, RegistryError, SessionName, edit, lock_wait_from_env, with_lock_path};
+use base::SessionName;
+use registry::{Document, RegistryError, edit, lock_wait_from_env, with_lock_path};
 use serde_json::{Map, Value};
 
 fn main() -> ExitCode {

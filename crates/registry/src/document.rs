@@ -3,8 +3,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::RegistryError;
-use crate::id::is_uuid;
-use crate::name::SessionName;
+use base::id::is_uuid;
+use base::name::SessionName;
 
 /// Exact bytes of the empty registry (RG-4.3).
 pub const EMPTY_DOCUMENT: &[u8] = b"{\"version\":1,\"sessions\":{}}\n";

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::capacity::CapacityError;
-use crate::exit;
-use crate::name::NameError;
+use base::exit;
+use base::name::NameError;
 
 /// Everything that can go wrong at the registry boundary.
 #[derive(Debug, thiserror::Error)]

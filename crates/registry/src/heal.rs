@@ -13,7 +13,7 @@ use crate::error::RegistryError;
 use crate::lock::{RegistryLock, with_lock_ignoring_inherited};
 use crate::read::{ReadOutcome, read};
 use crate::store::ensure;
-use crate::time::stamp_compact_utc;
+use base::time::stamp_compact_utc;
 
 /// Once-per-streak memory of the warnings; a valid read clears it.
 #[derive(Debug, Default, Clone)]

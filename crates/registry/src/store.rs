@@ -105,7 +105,7 @@ pub fn remove_temp_leftovers(guard: &RegistryLock) -> usize {
 mod tests {
     use super::*;
     use crate::lock::with_lock_at;
-    use crate::name::SessionName;
+    use base::name::SessionName;
     use std::time::Duration;
 
     /// Runs `section` under the epilogue's lock of `path`.

@@ -5,8 +5,9 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use base::{SessionName, new_uuid_v4};
 use rand::RngExt;
-use registry::{Document, NewEntry, RegistryLock, SessionName, new_entry, new_uuid_v4};
+use registry::{Document, NewEntry, RegistryLock, new_entry};
 use view::Context;
 
 use crate::cli::AddArgs;
@@ -195,7 +196,7 @@ fn build_entry(args: &AddArgs, valid: &Validated) -> serde_json::Map<String, ser
         resume_prompt: args.resume_prompt.as_deref(),
         box_session_id: &id,
         origin: &valid.origin,
-        created_at: registry::time::now_epoch(),
+        created_at: base::time::now_epoch(),
         hook,
         ephemeral: args.ephemeral,
         life: &new_uuid_v4(),

@@ -1,8 +1,9 @@
 //! What every mutating verb shares (50-session-cli §3.11): the lock with its refusal, the re-read under the lock
 //! with M20/M20b, and the durable write with M21.
 
+use base::SessionName;
 use registry::store::{read_for_write, write_document};
-use registry::{Document, RegistryError, RegistryLock, SessionName, with_lock};
+use registry::{Document, RegistryError, RegistryLock, with_lock};
 use view::Context;
 
 use crate::error::SessionError;

@@ -27,7 +27,7 @@ pub fn ls(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> 
     if supervisor == SupervisorStatus::Stopped {
         out.warn(messages::no_supervisor(&ctx.paths.registry().display().to_string()));
     }
-    let rows = rows(ctx, &registry.doc, &live, registry::time::now_epoch());
+    let rows = rows(ctx, &registry.doc, &live, base::time::now_epoch());
     let text = if json { render_json(&registry, tmux, supervisor, &rows)? } else { render_text(&rows) };
     out.bytes(text.as_bytes());
     Ok(())
@@ -69,7 +69,7 @@ pub fn state_text(row: &Row) -> String {
         text.push_str(&format!(", harness '{agent}' not installed"));
     }
     if let Some(backoff) = &row.backoff {
-        text.push_str(&format!(", backoff until {} UTC", registry::time::format_hms(backoff.until)));
+        text.push_str(&format!(", backoff until {} UTC", base::time::format_hms(backoff.until)));
     }
     if let Some(outcome) = &row.unresolved {
         text.push_str(&format!(", UNRESOLVED ASSIGNMENT ({outcome})"));
@@ -160,7 +160,7 @@ scratch                  -        unmanaged
 
     #[test]
     fn backoff_odd_values_and_control_characters_in_text() {
-        let until = registry::time::parse_iso("2026-11-29T14:03:11Z").unwrap();
+        let until = base::time::parse_iso("2026-11-29T14:03:11Z").unwrap();
         let backing_off = Row {
             listed: true,
             backoff: Some(Backoff { raw: "2026-11-29T14:03:11Z".into(), until }),
@@ -179,7 +179,7 @@ scratch                  -        unmanaged
 
     #[test]
     fn json_rows_carry_raw_values_in_the_documented_order() {
-        let until = registry::time::parse_iso("2026-11-29T14:03:11Z").unwrap();
+        let until = base::time::parse_iso("2026-11-29T14:03:11Z").unwrap();
         let rows = vec![Row {
             listed: true,
             origin: Some("webhook".into()),

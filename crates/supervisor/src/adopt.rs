@@ -16,8 +16,9 @@
 
 use std::collections::BTreeSet;
 
+use base::{SessionName, is_uuid};
 use registry::store::{read_for_write, write_document};
-use registry::{Document, RegistryLock, SessionName, is_uuid};
+use registry::{Document, RegistryLock};
 use serde_json::Value;
 
 use crate::launch::gen_argument;

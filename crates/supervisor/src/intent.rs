@@ -10,8 +10,9 @@
 //! that finds it gone treats it as vanished, which is what it is. Only this process can know that `new-session`
 //! failed, and it puts the side file and the four registry keys back as they were.
 
+use base::SessionName;
 use registry::store::write_document;
-use registry::{Document, RegistryLock, SessionName};
+use registry::{Document, RegistryLock};
 use serde_json::Value;
 
 use crate::launch::Prepared;

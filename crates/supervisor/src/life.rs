@@ -7,9 +7,10 @@
 //! that writes both by hand); anything else gets a fresh token. A side file of an older supervisor (no `life`)
 //! joins the entry's life in the same step, so a later replacement of the entry is told from it.
 
+use base::{SessionName, new_uuid_v4};
 use lease::LeaseState;
 use registry::store::{read_for_write, write_document};
-use registry::{Document, LIFE_KEY, RegistryLock, SessionName, new_uuid_v4};
+use registry::{Document, LIFE_KEY, RegistryLock};
 use serde_json::Value;
 
 use crate::side::{SideFile, SideFileIo};

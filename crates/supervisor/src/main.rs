@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use base::exit;
 use clap::Parser;
-use registry::exit;
 use supervisor::cli::Cli;
 use supervisor::config::Config;
 use supervisor::print::{PrintError, print_command};

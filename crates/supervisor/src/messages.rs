@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use registry::SessionName;
+use base::SessionName;
 
 /// The locked pre-check found the entry changed since the tick document (issue 17 row 10).
 pub fn changed_while_preparing(name: &SessionName) -> String {

@@ -3,9 +3,10 @@
 
 use std::collections::BTreeSet;
 
+use base::SessionName;
 use registry::capacity::{Mode, admit, read_limit};
 use registry::store::read_for_write;
-use registry::{CapacityError, Document, Entry, RegistryLock, SessionName};
+use registry::{CapacityError, Document, Entry, RegistryLock};
 use serde_json::{Map, Value};
 use tmux::{NewSession, TmuxError};
 
@@ -306,7 +307,7 @@ impl Supervisor {
             let listed = read_for_write(guard.registry()).is_ok_and(|doc| doc.contains(name.as_str()));
             if listed {
                 let mut side = SideFile::read(&path);
-                side.backoff_until = Some(registry::time::format_iso(until));
+                side.backoff_until = Some(base::time::format_iso(until));
                 side.quick_exits = Some(u64::from(streak));
                 me.record_side_file(name, &side);
             }

@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use base::SessionName;
 use lease::{Expect, HookLog, LeaseDir, RefusalRecord};
-use registry::{Document, Entry, HealLatches, SessionName, self_heal};
+use registry::{Document, Entry, HealLatches, self_heal};
 use tmux::{Snapshot, TmuxApi, TmuxError, WakeHook};
 
 use crate::backoff::{Absence, Backoff};
@@ -116,7 +117,7 @@ impl Supervisor {
             hook_log,
             refusals,
             log,
-            clock: registry::time::now_epoch,
+            clock: base::time::now_epoch,
             heal: HealLatches::default(),
             latches: Latches::default(),
             memory: BTreeMap::new(),
@@ -449,7 +450,7 @@ impl Supervisor {
         }
         if let Absence::Delayed { until, streak, announce } = record.count_absence(tick.now) {
             if announce {
-                let at = registry::time::format_iso(until);
+                let at = base::time::format_iso(until);
                 self.log.warn(&format!(
                     "'{name}' keeps exiting ({streak} quick exits in a row); next start not before {at}"
                 ));

@@ -4,9 +4,10 @@ use std::fs;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
+use base::SessionName;
 use lease::{EndHow, Expect, ListedNames};
 use registry::store::{read_for_write, write_document};
-use registry::{Document, RegistryLock, SessionName};
+use registry::{Document, RegistryLock};
 
 use crate::side::{SideFile, SideFileIo};
 use crate::supervisor::{QUARANTINE_SWEEP_PAUSE_SECS, Supervisor, Tick};

@@ -196,7 +196,7 @@ fn sup_2_6a_unrecorded_live_panes_are_adopted_once_at_start_up() {
     world.live_pane("e", Some("not-a-uuid"));
     world.side_file("c", &format!(r#"{{"launchSessionId":"{LAUNCH_C}"}}"#));
     let leases = lease::LeaseDir::new(world.home().join(".local/state/agent-box/lease"));
-    let lease_gen = leases.create(&registry::SessionName::parse("a").unwrap(), "github:x/y", None, None).unwrap();
+    let lease_gen = leases.create(&base::SessionName::parse("a").unwrap(), "github:x/y", None, None).unwrap();
     let mut supervisor = world.supervisor();
     supervisor.tick();
     let doc: serde_json::Value = serde_json::from_slice(&fs::read(world.registry()).unwrap()).unwrap();
@@ -431,7 +431,7 @@ fn an_entry_without_a_life_beside_another_lifes_side_file_is_a_new_life() {
     world.supervisor().tick();
     let doc: serde_json::Value = serde_json::from_slice(&fs::read(world.registry()).unwrap()).unwrap();
     let life = doc["sessions"]["z"]["life"].as_str().unwrap().to_owned();
-    assert!(registry::is_uuid(&life) && life != LIFE_Z, "{life}");
+    assert!(base::is_uuid(&life) && life != LIFE_Z, "{life}");
     let started = world.fake.state().started.clone();
     let request = started.first().expect("started");
     let id = request.env.iter().find(|(k, _)| k == "AGENT_BOX_SESSION_ID").map(|(_, v)| v.clone());
@@ -445,7 +445,7 @@ fn an_entry_without_a_life_beside_another_lifes_side_file_is_a_new_life() {
 fn an_orphaned_lease_is_never_taken_over_by_a_new_entry() {
     let world = World::new(r#"{"version":1,"sessions":{"hook-z":{"agent":"tool"}}}"#);
     let leases = lease::LeaseDir::new(world.home().join(".local/state/agent-box/lease"));
-    let name = registry::SessionName::parse("hook-z").unwrap();
+    let name = base::SessionName::parse("hook-z").unwrap();
     let old = leases.create(&name, "github:x/y", None, None).unwrap();
     leases.mark_orphaned(&name, &old).unwrap();
     world.supervisor().tick();

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use registry::SessionName;
+use base::SessionName;
 use tmux::{Killed, NewSession, Tmux, TmuxApi, TmuxConfig, TmuxError};
 
 static NEXT_SANDBOX: AtomicUsize = AtomicUsize::new(1);

@@ -5,9 +5,10 @@ use std::ffi::OsString;
 use std::io::Read;
 
 use agent_box_types::filter::{FilterSeed, SeededTopic};
+use base::{SessionName, new_uuid_v4};
 use lease::{EndHow, HookLog, LeaseDir, RefusalRecord, SpawnRecord};
 use registry::store::{read_for_write, write_document};
-use registry::{CapacityError, NewEntry, RegistryError, RegistryLock, SessionName, new_entry, new_uuid_v4};
+use registry::{CapacityError, NewEntry, RegistryError, RegistryLock, new_entry};
 use view::Context;
 
 use crate::claim::{Meta, note, parse_meta, predicate};
@@ -179,7 +180,7 @@ fn admit(ctx: &Context, doc: &registry::Document, name: &SessionName) -> Result<
 /// Step 10: the claim filter (§6.1); false (after W7) when it could not be written.
 fn write_filter(path: &std::path::Path, plan: &Plan, out: &mut Out) -> bool {
     let own_prose = format!("{}:{}", plan.batch.source, plan.batch.key_prose());
-    let stamp = registry::time::format_iso_millis(registry::time::now_epoch());
+    let stamp = base::time::format_iso_millis(base::time::now_epoch());
     let topic = SeededTopic {
         topic: plan.batch.own(),
         note: note(plan.meta.as_ref(), &plan.batch.key_prose(), &own_prose, &prose(&plan.batch.event, 64)),
@@ -233,7 +234,7 @@ fn build_entry(plan: &Plan, prompt: &str, life: &str) -> serde_json::Map<String,
         resume_prompt: None,
         box_session_id: &id,
         origin: "webhook",
-        created_at: registry::time::now_epoch(),
+        created_at: base::time::now_epoch(),
         hook: plan.seed.then_some((plan.batch.source.as_str(), repository.as_str())),
         ephemeral: true,
         life,

@@ -14,10 +14,10 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use base::SessionName;
 use nix::sys::signal::Signal;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use registry::SessionName;
 use serde_json::Value;
 
 use self::checks::{Checks, HELD_LOCK_GRACE_MS, Tally, filter_temp_files, temp_files};

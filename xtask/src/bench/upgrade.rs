@@ -120,7 +120,7 @@ impl World {
     /// Sets every lease's `lastSeenAt` ten minutes back (with the supervisor between ticks, which writes a
     /// heartbeat at most once a minute), so a heartbeat of the upgraded supervisor shows as a change.
     fn age_heartbeats(&self) -> Outcome<()> {
-        let old = registry::time::format_iso(registry::time::now_epoch() - 600);
+        let old = base::time::format_iso(base::time::now_epoch() - 600);
         for (name, _) in self.names.iter().filter(|(_, k)| *k == Kind::Hook) {
             let mut lease = self.sandbox.lease(name).context(|| format!("the lease of {name} is missing"))?;
             lease["lastSeenAt"] = Value::from(old.clone());

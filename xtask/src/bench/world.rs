@@ -10,7 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use agent_box_tests::Sandbox;
-use registry::{Document, NewEntry, Paths, SessionName};
+use base::SessionName;
+use registry::{Document, NewEntry, Paths};
 
 use super::fail::{Context, Failure, Outcome, fail};
 use crate::run;
@@ -100,7 +101,7 @@ pub enum Kind {
 /// An entry for fake agent `name` (tool harness, `--as NAME` so it names itself without asking tmux).
 pub fn entry(name: &str, kind: Kind) -> serde_json::Map<String, serde_json::Value> {
     let args = ["--as".to_owned(), name.to_owned()];
-    let id = registry::new_uuid_v4();
+    let id = base::new_uuid_v4();
     let hook = kind == Kind::Hook;
     registry::new_entry(&NewEntry {
         agent: "tool",
@@ -111,10 +112,10 @@ pub fn entry(name: &str, kind: Kind) -> serde_json::Map<String, serde_json::Valu
         resume_prompt: None,
         box_session_id: &id,
         origin: if hook { "webhook" } else { "user" },
-        created_at: registry::time::now_epoch(),
+        created_at: base::time::now_epoch(),
         hook: hook.then_some(("github", "acme/widgets")),
         ephemeral: hook,
-        life: &registry::new_uuid_v4(),
+        life: &base::new_uuid_v4(),
     })
 }
 

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use agent_box_tests::bake::{Profile, bake};
 use agent_box_tests::bins::bin_dir;
+use base::SessionName;
 use lease::LeaseDir;
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sigaction};
 use nix::unistd::Pid;
-use registry::SessionName;
 use serde_json::Value;
 use tmux::{Tmux, TmuxApi, TmuxConfig};
 

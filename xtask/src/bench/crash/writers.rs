@@ -10,10 +10,11 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use agent_box_tests::Sandbox;
+use base::SessionName;
 use lease::{EndHow, Expect, HookLog, LeaseDir};
 use rand::RngExt;
 use rand::rngs::StdRng;
-use registry::{Document, SessionName};
+use registry::Document;
 use serde_json::Value;
 
 use super::super::fail::{Context, Outcome};
