@@ -27,17 +27,7 @@ pub use capacity::{CapacityError, Mode, Usage, admit, read_limit};
 pub use document::{Document, Entry, EntryMut, FieldError, LIFE_KEY, NewEntry, new_entry};
 pub use error::{LockRefusal, RegistryError};
 pub use heal::{HealLatches, HealOutcome, self_heal};
-pub use lock::{
-    FileLock, RegistryLock, lock_wait_from_env, with_file_lock, with_lock, with_lock_at, with_lock_ignoring_inherited,
-    with_lock_path,
-};
+pub use lock::{FileLock, LockPolicy, RegistryLock, lock_wait_from_env, with_file_lock, with_lock};
 pub use paths::{ConfigError, Paths};
 pub use read::{Raw, ReadOutcome, holds_exactly, read, read_raw};
 pub use store::{Ensured, edit, ensure, remove_temp_leftovers};
-
-/// Serialises unit tests that take the process-wide registry guard.
-#[cfg(test)]
-pub(crate) fn test_serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}

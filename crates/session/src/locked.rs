@@ -18,7 +18,8 @@ pub fn with_locked<T>(
     if let Some(value) = &ctx.ignored_lock_wait {
         out.warn(format!("ignoring REGISTRY_LOCK_WAIT='{value}': not a number of seconds; using 10"));
     }
-    with_lock(&ctx.paths, ctx.lock_wait, section).map_err(SessionError::Lock)?
+    with_lock(ctx.paths.registry(), ctx.lock_wait, registry::LockPolicy::FRONT_END, section)
+        .map_err(SessionError::Lock)?
 }
 
 /// Whether the registry file exists. Only "no such file" means absent (issue 18): any other error of the stat

@@ -304,7 +304,8 @@ impl Supervisor {
     ) -> Option<R> {
         let registry = self.config.paths.registry().to_path_buf();
         let wait = self.config.lock_wait;
-        match registry::with_lock_ignoring_inherited(&registry, wait, |guard| section(self, tick, guard)) {
+        match registry::with_lock(&registry, wait, registry::LockPolicy::SUPERVISOR, |guard| section(self, tick, guard))
+        {
             Ok(result) => Some(result),
             Err(err) => {
                 self.note_lock_refused(tick, &err);

@@ -60,9 +60,11 @@ pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read, out
         Err(Stop::Usage(text)) => return Err(SpawnError::Usage(text)),
         Err(Stop::Refused(refusal)) => return Err(defer(&ctx, env, refusal)),
     };
-    let added = registry::with_lock(&ctx.paths, ctx.lock_wait, |guard| critical_section(&ctx, guard, &plan, out))
-        .map_err(|e| Refusal::because(e.to_string()))
-        .and_then(|added| added);
+    let added = registry::with_lock(ctx.paths.registry(), ctx.lock_wait, registry::LockPolicy::FRONT_END, |guard| {
+        critical_section(&ctx, guard, &plan, out)
+    })
+    .map_err(|e| Refusal::because(e.to_string()))
+    .and_then(|added| added);
     match added {
         Ok(name) => {
             if too_long(&sanitised(&plan.batch.key)) {
