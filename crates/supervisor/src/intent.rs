@@ -102,7 +102,7 @@ impl Supervisor {
     /// L15 once per name per streak.
     pub(crate) fn note_write_failed(&mut self, name: &SessionName, path: &str, err: &str) {
         if self.latches.write_failed.raise(name.as_str()) {
-            self.log.error(&format!("session '{name}': cannot write {path} ({err})"));
+            self.log.error(&crate::messages::cannot_write(name, path, err));
         }
     }
 }

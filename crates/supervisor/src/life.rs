@@ -48,7 +48,7 @@ impl Supervisor {
         if let Err(err) = write_document(guard, &fresh) {
             let first = names.first().map(SessionName::as_str).unwrap_or_default();
             if self.latches.write_failed.raise(first) {
-                self.log.error(&format!("session '{first}': cannot write {} ({err})", guard.registry().display()));
+                self.log.error(&crate::messages::cannot_write(first, guard.registry().display(), err));
             }
             return None;
         }
