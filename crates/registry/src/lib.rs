@@ -24,7 +24,7 @@ pub mod store;
 
 pub use atomic::{ensure_private_dir, write_atomic, write_atomic_parts};
 pub use capacity::{CapacityError, Mode, Usage, admit, read_limit};
-pub use document::{Document, Entry, EntryMut, FieldError, LIFE_KEY, NewEntry, new_entry};
+pub use document::{Document, Entry, EntryMut, FieldError, Hook, LIFE_KEY, NewEntry, new_entry};
 pub use error::{LockRefusal, RegistryError};
 pub use heal::{HealLatches, HealOutcome, self_heal};
 pub use lock::{FileLock, LockPolicy, RegistryLock, lock_wait_from_env, with_file_lock, with_lock};

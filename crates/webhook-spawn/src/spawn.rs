@@ -227,20 +227,13 @@ fn prompt(plan: &Plan, name: &SessionName, seeded: bool) -> String {
 fn build_entry(plan: &Plan, prompt: &str, life: &str) -> serde_json::Map<String, serde_json::Value> {
     let id = new_uuid_v4();
     let repository = plan.batch.key_text();
-    new_entry(&NewEntry {
-        agent: &plan.harness,
-        remote_control: registry::document::default_remote_control(&plan.harness),
-        working_directory: None,
+    let entry = NewEntry {
         extra_args: &plan.args,
         initial_prompt: Some(prompt),
-        resume_prompt: None,
-        box_session_id: &id,
-        origin: "webhook",
-        created_at: base::time::now_epoch(),
-        hook: plan.seed.then_some((plan.batch.source.as_str(), repository.as_str())),
         ephemeral: true,
-        life,
-    })
+        ..NewEntry::new(&plan.harness, &id, "webhook", base::time::now_epoch(), life)
+    };
+    new_entry(&entry.with_hook(plan.seed.then_some((plan.batch.source.as_str(), repository.as_str()))))
 }
 
 /// Steps 13–14, before the insert (LS-5.1), in one step under the lease lock that keeps the hook log an audit
