@@ -14,8 +14,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use agent_box_tests::kill::{Ended, KillLoop, run_killed};
+use base::SessionName;
 use rand::rngs::StdRng;
-use registry::SessionName;
 use serde_json::Value;
 
 use self::checks::{Checks, HELD_LOCK_GRACE_MS, Tally, filter_temp_files, temp_files};

@@ -14,8 +14,9 @@ use std::process::Command;
 
 use agent_box_tests::Sandbox;
 use agent_box_tests::bake::Profile;
+use base::SessionName;
 use lease::{HookLog, LeaseDir, SpawnRecord};
-use registry::{Document, SessionName};
+use registry::Document;
 use serde_json::Value;
 
 use super::baseline::Baseline;
@@ -423,7 +424,7 @@ mod tests {
         let fixture = Fixture::create(&root, 200).unwrap();
         let doc = Document::parse(&fs::read(root.paths.registry()).unwrap()).unwrap();
         assert_eq!(doc.names().count(), 200);
-        assert!(registry::is_uuid(&fixture.gen_));
+        assert!(base::is_uuid(&fixture.gen_));
         fs::write(root.paths.registry(), b"changed").unwrap();
         fs::write(root.paths.hook_log(), b"changed").unwrap();
         fixture.restore().unwrap();

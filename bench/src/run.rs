@@ -5,7 +5,7 @@
 use std::io;
 use std::process::{Command, ExitStatus, Output};
 
-pub use registry::quote::quote_arg as shell_quote;
+pub use base::quote::quote_arg as shell_quote;
 
 /// A `Command` for `program` that will run in the workspace root.
 pub fn command(program: &str) -> Command {

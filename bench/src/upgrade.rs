@@ -108,7 +108,7 @@ impl World {
     /// heartbeat at most once a minute), so a heartbeat of the upgraded supervisor shows as a change.
     fn age_heartbeats(&self) -> Outcome<()> {
         let sandbox = &self.fleet.sandbox;
-        let old = registry::time::format_iso(registry::time::now_epoch() - 600);
+        let old = base::time::format_iso(base::time::now_epoch() - 600);
         for (name, _) in self.names.iter().filter(|(_, k)| *k == Kind::Hook) {
             let mut lease = sandbox.lease(name).context(|| format!("the lease of {name} is missing"))?;
             lease["lastSeenAt"] = Value::from(old.clone());

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use agent_box_tests::Sandbox;
 use agent_box_tests::fleet::Fleet;
-use registry::{Document, NewEntry, Paths, SessionName};
+use base::SessionName;
+use registry::{Document, NewEntry, Paths};
 
 use super::fail::{Context, Failure, Outcome, fail};
 use crate::run;
@@ -101,22 +102,16 @@ pub enum Kind {
 /// An entry for fake agent `name` (tool harness, `--as NAME` so it names itself without asking tmux).
 pub fn entry(name: &str, kind: Kind) -> serde_json::Map<String, serde_json::Value> {
     let args = ["--as".to_owned(), name.to_owned()];
-    let id = registry::new_uuid_v4();
+    let id = base::new_uuid_v4();
     let hook = kind == Kind::Hook;
-    registry::new_entry(&NewEntry {
-        agent: "tool",
-        remote_control: registry::document::default_remote_control("tool"),
-        working_directory: None,
+    let life = base::new_uuid_v4();
+    let origin = if hook { "webhook" } else { "user" };
+    let entry = NewEntry {
         extra_args: &args,
-        initial_prompt: None,
-        resume_prompt: None,
-        box_session_id: &id,
-        origin: if hook { "webhook" } else { "user" },
-        created_at: registry::time::now_epoch(),
-        hook: hook.then_some(("github", "acme/widgets")),
         ephemeral: hook,
-        life: &registry::new_uuid_v4(),
-    })
+        ..NewEntry::new("tool", &id, origin, base::time::now_epoch(), &life)
+    };
+    registry::new_entry(&entry.with_hook(hook.then_some(("github", "acme/widgets"))))
 }
 
 /// The registry bytes, pretty-printed by the registry crate, holding `names` in order.

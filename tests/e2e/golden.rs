@@ -69,7 +69,7 @@ fn golden_check_and_bless_catch_every_kind_of_drift() {
     // A fresh uuid left unnormalised in one render: bless refuses, lists the file, and writes nothing.
     let before = tree::read_tree(&golden_dir).unwrap();
     let mut unstable = rendered.clone();
-    unstable.tree.get_mut(&message).unwrap().extend_from_slice(registry::new_uuid_v4().to_string().as_bytes());
+    unstable.tree.get_mut(&message).unwrap().extend_from_slice(base::new_uuid_v4().to_string().as_bytes());
     match golden::bless_rendered(&golden_dir, &dir.join("b1"), unstable, &rendered) {
         Err(BlessRefusal::Unstable(files)) => assert_eq!(files, std::slice::from_ref(&message)),
         other => panic!("bless must refuse an unstable render, got {other:?}"),

@@ -14,8 +14,8 @@ use std::time::Duration;
 use agent_box_install::{self as install, Inputs, Layout, Sources, read_env_file};
 use agent_box_tests::bins::bin;
 use agent_box_tests::{Sandbox, wait_until};
+use base::SessionName;
 use nix::sys::signal::Signal;
-use registry::SessionName;
 use tmux::{NewSession, Tmux, TmuxApi, TmuxConfig};
 
 /// The test knobs of the private tmux server: the only variables a test adds to the installed environment.

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use agent_box_tests::fixtures::{ok, registry_with, stderr, tool};
 use agent_box_tests::{Sandbox, wait_until};
-use registry::SessionName;
+use base::SessionName;
 use serde_json::{Value, json};
 
 /// The words the pane of `name`'s current launch file passes its epilogue after the status (`GEN`, `-` or `any`,

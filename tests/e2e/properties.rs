@@ -244,8 +244,8 @@ fn lease_input(rng: &mut StdRng) -> Vec<u8> {
         _ => value(rng, 1),
     };
     let gen_value = match rng.random_range(0..5) {
-        0 => json!(registry::new_uuid_v4()),
-        1 => json!(registry::new_uuid_v4().to_uppercase()),
+        0 => json!(base::new_uuid_v4()),
+        1 => json!(base::new_uuid_v4().to_uppercase()),
         2 => Value::Null,
         3 => json!(text(rng, 10)),
         _ => value(rng, 1),

@@ -17,10 +17,11 @@ use agent_box_tests::fixtures::{
 use agent_box_tests::privilege::{NOBODY, chown_tree, unprivileged};
 use agent_box_tests::{HeldLock, Sandbox, kill, wait_until};
 use agent_box_types::report::LsReport;
+use base::SessionName;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use rand::{RngExt, SeedableRng};
-use registry::{ReadOutcome, SessionName};
+use registry::ReadOutcome;
 use serde_json::{Value, json};
 use tmux::{NewSession, Tmux, TmuxApi, TmuxConfig};
 

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use agent_box_tests::fixtures::stderr;
 use agent_box_tests::{HeldLock, Sandbox, wait_until};
+use base::SessionName;
 use nix::sys::signal::Signal;
-use registry::SessionName;
 use serde_json::{Value, json};
 use tmux::{NewSession, TmuxApi};
 
@@ -33,7 +33,7 @@ fn sv01_i1_first_spawn_installs_the_seed_and_mirrors() {
     assert_eq!(mode(&sb.registry()), 0o600);
     sb.wait_live("main");
     let id = side_launch_id(&sb, "main").expect("side file with a launch id");
-    assert!(registry::is_uuid(&id));
+    assert!(base::is_uuid(&id));
     let entry = sb.entry("main").unwrap();
     assert_eq!(
         (&entry["hasRun"], &entry["initialPrompt"], &entry["boxSessionId"]),

@@ -42,7 +42,7 @@ fn alive(pid: u32) -> bool {
 
 /// Sets every lease's `lastSeenAt` ten minutes back, so the next heartbeat shows as a change.
 fn age_heartbeats(sb: &Sandbox, names: &[String]) -> String {
-    let old = registry::time::format_iso(registry::time::now_epoch() - 600);
+    let old = base::time::format_iso(base::time::now_epoch() - 600);
     for name in names {
         let mut lease = sb.lease(name).unwrap();
         lease["lastSeenAt"] = json!(old);

@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use registry::SessionName;
+use base::SessionName;
 use tmux::{Killed, NewSession, Snapshot, TmuxApi, TmuxError, WakeHook};
 
 /// What the fake server holds, answers and was asked.

@@ -223,7 +223,7 @@ pub fn f3() -> Case {
         let pid = sb.start_supervisor();
         wait_until("three sessions", || ["a", "b", "hook-l"].iter().all(|n| sb.agent(n).starts() == 1));
         sb.wait_ticks(pid, 1);
-        let server = sb.tmux().display(&registry::SessionName::parse("a").unwrap(), "#{pid}").unwrap_or_default();
+        let server = sb.tmux().display(&base::SessionName::parse("a").unwrap(), "#{pid}").unwrap_or_default();
         let ticks_before = sb.ticks_of(pid);
         if how == "kill-server" {
             let _ = sb.tmux().kill_server();

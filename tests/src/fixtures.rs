@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 pub use assert_cmd::assert::{Assert, OutputAssertExt};
 pub use predicates::prelude::predicate;
 
-use registry::SessionName;
+use base::SessionName;
 use serde_json::{Value, json};
 use tmux::{NewSession, TmuxApi};
 

@@ -4,9 +4,10 @@
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use registry::{Document, RegistryError, RegistryLock, SessionName};
+use base::SessionName;
+use registry::{Document, RegistryLock};
 use serde_json::Value;
 use tmux::TmuxApi;
 
@@ -54,24 +55,11 @@ impl Sandbox {
         wait_until(&format!("{n} more ticks of {pid}"), || self.ticks_of(pid) >= target);
     }
 
-    /// Runs `section` under the registry lock taken from this test process, retrying while another test thread
-    /// holds the process-wide guard.
+    /// Runs `section` under the registry lock taken from this test process (the supervisor's policy: an inherited
+    /// descriptor is ignored).
     pub fn with_registry_locked<R>(&self, section: impl FnOnce(&RegistryLock) -> R) -> R {
-        let start = Instant::now();
-        let mut section = Some(section);
-        loop {
-            let attempt = registry::with_lock_ignoring_inherited(&self.registry(), Duration::from_secs(10), |guard| {
-                section.take().map(|section| section(guard))
-            });
-            match attempt {
-                Ok(Some(result)) => return result,
-                Ok(None) => unreachable!("a section runs once"),
-                Err(RegistryError::AlreadyHeld) if start.elapsed() < Duration::from_secs(60) => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(err) => panic!("cannot lock the sandbox registry: {err}"),
-            }
-        }
+        registry::with_lock(&self.registry(), Duration::from_secs(10), registry::LockPolicy::SUPERVISOR, section)
+            .unwrap_or_else(|err| panic!("cannot lock the sandbox registry: {err}"))
     }
 
     /// The registry's lock file (`sessions.json.lock`).

@@ -89,7 +89,7 @@ fn env_word(key: &OsStr, value: &OsStr) -> String {
     format!("{}={}", key.to_string_lossy(), shell_quote(&value.to_string_lossy()))
 }
 
-pub use registry::quote::quote_arg as shell_quote;
+pub use base::quote::quote_arg as shell_quote;
 
 #[cfg(test)]
 mod tests {

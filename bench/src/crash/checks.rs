@@ -182,8 +182,8 @@ pub fn filter_temp_files(root: &BenchRoot) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base::SessionName;
     use lease::LeaseDir;
-    use registry::SessionName;
 
     #[test]
     fn a_lock_held_elsewhere_is_not_free() {

@@ -10,10 +10,11 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use agent_box_tests::Sandbox;
+use base::SessionName;
 use lease::{EndHow, Expect, HookLog, LeaseDir};
 use rand::RngExt;
 use rand::rngs::StdRng;
-use registry::{Document, SessionName};
+use registry::Document;
 use serde_json::Value;
 
 use super::super::fail::{Context, Outcome};
@@ -300,7 +301,7 @@ impl World {
 
     /// A locked read-modify-write from this process; `f` says whether it changed anything.
     pub fn edit(&self, f: impl FnOnce(&mut Document) -> Result<bool, registry::RegistryError>) -> Outcome<()> {
-        registry::with_lock_ignoring_inherited(self.root.paths.registry(), LOCK_WAIT, |guard| {
+        registry::with_lock(self.root.paths.registry(), LOCK_WAIT, registry::LockPolicy::SUPERVISOR, |guard| {
             registry::edit(guard, |doc| f(doc).map(|changed| ((), changed)))
         })
         .context(|| "locking the registry".into())?

@@ -30,7 +30,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use registry::quote::{is_bare_byte, quote_arg};
+use base::quote::{is_bare_byte, quote_arg};
 
 pub mod bake;
 pub mod workspace;

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
+use base::SessionName;
 use lease::{Appended, HookLog, SpawnRecord};
-use registry::SessionName;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

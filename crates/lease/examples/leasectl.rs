@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
+use base::SessionName;
 use lease::{EndHow, Expect, HookLog, LeaseDir, Outcome};
-use registry::SessionName;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
-use registry::{Document, SessionName, time, with_file_lock};
+use base::{SessionName, time};
+use registry::{Document, with_file_lock};
 use serde_json::{Map, Value};
 
 use crate::error::LeaseError;

@@ -28,7 +28,7 @@ pub fn check_lease_read(data: &[u8]) {
     assert_eq!(lease.gen_value(), text("gen"));
     assert_eq!(lease.valid_gen().map(|g| g.to_string()), text("gen").and_then(Gen::parse).map(|g| g.to_string()));
     if let Some(g) = lease.valid_gen() {
-        assert!(registry::is_uuid(g.as_str()), "a gen handed to a pane is UUID-shaped");
+        assert!(base::is_uuid(g.as_str()), "a gen handed to a pane is UUID-shaped");
     }
     let outcome = text("outcome").filter(|o| !o.is_empty());
     assert_eq!(lease.outcome().map(|o| o.to_string()).as_deref(), outcome, "unresolved outcomes are kept verbatim");

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_box_types::hooklog::{EndLine, RestartLine, SpawnLine, What};
-use registry::{SessionName, paths::lock_path_of, time, with_file_lock};
+use base::{SessionName, time};
+use registry::{paths::lock_path_of, with_file_lock};
 use serde_json::Value;
 
 use crate::model::{EndHow, Lease};

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use registry::{SessionName, time};
+use base::{SessionName, time};
 
 use crate::dir::{Found, LeaseDir};
 use crate::error::LeaseError;

@@ -11,10 +11,10 @@ pub struct Gen(String);
 impl Gen {
     /// Accepts only the UUID shape, the one form allowed into a shell command.
     pub fn parse(text: &str) -> Option<Self> {
-        registry::is_uuid(text).then(|| Self(text.to_owned()))
+        base::is_uuid(text).then(|| Self(text.to_owned()))
     }
     pub fn random() -> Self {
-        Self(registry::new_uuid_v4())
+        Self(base::new_uuid_v4())
     }
     pub fn as_str(&self) -> &str {
         &self.0

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_box_types::refusal::{self, RefusalRecord as Record};
-use registry::{paths::lock_path_of, time, with_file_lock};
+use base::time;
+use registry::{paths::lock_path_of, with_file_lock};
 use serde_json::{Map, Value};
 
 use crate::error::LeaseError;

@@ -8,8 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use agent_box_tests::{HeldLock, privilege};
+use base::SessionName;
 use lease::*;
-use registry::{Document, SessionName};
+use registry::Document;
 use serde_json::{Value, json};
 
 const T0: i64 = 1_764_424_991; // 2025-11-29T14:03:11Z

@@ -3,8 +3,8 @@
 
 use std::ffi::OsString;
 
+use base::SessionName;
 use lease::Expect;
-use registry::SessionName;
 
 /// What the pane reported.
 #[derive(Debug, PartialEq)]

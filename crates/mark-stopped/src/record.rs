@@ -5,11 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use base::SessionName;
 use lease::{EndHow, HookLog, LeaseDir};
 use registry::splice::{Canonical, Edited, Found};
-use registry::{
-    Document, EntryMut, Raw, ReadOutcome, SessionName, holds_exactly, read_raw, with_lock_at, write_atomic_parts,
-};
+use registry::{Document, EntryMut, Raw, ReadOutcome, holds_exactly, read_raw, with_lock, write_atomic_parts};
 use serde_json::{Map, Value};
 
 use mark_stopped::args::{Life, Report};
@@ -69,8 +68,10 @@ fn registry_pass(registry: &Path, name: &SessionName, target: &(&str, Value), li
     if let Some(settled) = view.settled(name, target, life) {
         return settled;
     }
-    with_lock_at(registry, LOCK_WAIT, |_| locked_pass(registry, name, target, life, &seen, view))
-        .unwrap_or(Registry::Retry)
+    with_lock(registry, LOCK_WAIT, registry::LockPolicy::EPILOGUE, |_| {
+        locked_pass(registry, name, target, life, &seen, view)
+    })
+    .unwrap_or(Registry::Retry)
 }
 
 /// The locked part of a pass: re-read (compared piece by piece with the bytes seen; looked at again only when they

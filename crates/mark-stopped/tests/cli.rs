@@ -68,7 +68,7 @@ impl Baked {
     fn create_lease(&self, name: &str) -> String {
         let leases = lease::LeaseDir::new(self.state().join("lease"));
         leases
-            .create(&registry::SessionName::parse(name).unwrap(), "github:acme/widgets", Some("7"), None)
+            .create(&base::SessionName::parse(name).unwrap(), "github:acme/widgets", Some("7"), None)
             .unwrap()
             .to_string()
     }
@@ -262,7 +262,7 @@ fn ms08_a_vanished_lease_keeps_vanished() {
     baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
     let g = baked.create_lease("hook-x");
     let leases = lease::LeaseDir::new(baked.state().join("lease"));
-    let name = registry::SessionName::parse("hook-x").unwrap();
+    let name = base::SessionName::parse("hook-x").unwrap();
     leases.mark_outcome(&name, &lease::Outcome::Vanished, &lease::Expect::Any).unwrap();
     baked.run(&["hook-x", "1", &g]);
     let lease: Value = serde_json::from_slice(&fs::read(baked.lease("hook-x")).unwrap()).unwrap();
@@ -275,7 +275,7 @@ fn ls08_ls_11_2_name_reuse_never_touches_the_new_lease() {
     baked.write_registry(&json!({"version": 1, "sessions": {"hook-a": {"agent": "claude"}}}));
     let g1 = baked.create_lease("hook-a");
     let leases = lease::LeaseDir::new(baked.state().join("lease"));
-    let name = registry::SessionName::parse("hook-a").unwrap();
+    let name = base::SessionName::parse("hook-a").unwrap();
     leases.finish(&name, &lease::EndHow::Rm, &lease::Expect::Any, None).unwrap();
     baked.create_lease("hook-a");
     let g2_bytes = fs::read(baked.lease("hook-a")).unwrap();

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use registry::{HealLatches, lock_wait_from_env, self_heal, with_lock_at, with_lock_path};
+use registry::{HealLatches, lock_wait_from_env, self_heal, with_lock};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
 }
 
 fn hold(registry: &Path) -> ExitCode {
-    let held = with_lock_path(registry, lock_wait_from_env().wait, |_| {
+    let held = with_lock(registry, lock_wait_from_env().wait, registry::LockPolicy::FRONT_END, |_| {
         println!("held");
         let _ = std::io::stdout().flush();
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
@@ -41,7 +41,7 @@ fn hold(registry: &Path) -> ExitCode {
 }
 
 fn lock_at_once(registry: &Path, wait: Duration) -> ExitCode {
-    match with_lock_at(registry, wait, |_| ()) {
+    match with_lock(registry, wait, registry::LockPolicy::EPILOGUE, |_| ()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("regctl: {err}");

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use registry::{Document, RegistryError, SessionName, edit, lock_wait_from_env, with_lock_path};
+use base::SessionName;
+use registry::{Document, RegistryError, edit, lock_wait_from_env, with_lock};
 use serde_json::{Map, Value};
 
 fn main() -> ExitCode {
@@ -29,7 +30,7 @@ fn main() -> ExitCode {
     let mut out = std::io::stdout().lock();
     let started = Instant::now();
     for _ in 0..count {
-        let committed = with_lock_path(Path::new(registry), wait, |guard| {
+        let committed = with_lock(Path::new(registry), wait, registry::LockPolicy::FRONT_END, |guard| {
             edit(guard, |doc| Ok((increment(doc, &key, own.as_ref()), true)))
         })
         .and_then(|edited| edited);

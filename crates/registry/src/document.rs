@@ -3,8 +3,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::RegistryError;
-use crate::id::is_uuid;
-use crate::name::SessionName;
+use base::id::is_uuid;
+use base::name::SessionName;
 
 /// Exact bytes of the empty registry (RG-4.3).
 pub const EMPTY_DOCUMENT: &[u8] = b"{\"version\":1,\"sessions\":{}}\n";
@@ -226,23 +226,73 @@ impl<'a> EntryMut<'a> {
     }
 }
 
-/// What `add` and webhook-spawn put into a new entry (50-session-cli §8.5).
-#[derive(Debug, Clone)]
+/// A new entry as `add` and webhook-spawn write it (50-session-cli §8.5): the fields are its keys, in the
+/// documented order, so each key is written once, here. [`NewEntry::new`] gives the defaults; callers change
+/// the fields they decide with struct update syntax.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NewEntry<'a> {
     pub agent: &'a str,
+    pub skip_permissions: bool,
     pub remote_control: bool,
+    pub whatsapp: bool,
+    pub remote_control_name: Option<&'a str>,
     pub working_directory: Option<&'a str>,
     pub extra_args: &'a [String],
+    pub profile: Option<&'a str>,
     pub initial_prompt: Option<&'a str>,
     pub resume_prompt: Option<&'a str>,
     pub box_session_id: &'a str,
+    pub has_run: bool,
     pub origin: &'a str,
     pub created_at: i64,
-    /// `(source, repository)`, written only when both are non-empty.
-    pub hook: Option<(&'a str, &'a str)>,
+    /// Set through [`NewEntry::with_hook`], which leaves it out unless both parts are non-empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook: Option<Hook<'a>>,
+    /// Written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ephemeral: bool,
-    /// The life token: webhook-spawn's lease gen, `add`'s fresh UUID (issue 17).
+    /// The life token ([`LIFE_KEY`]): webhook-spawn's lease gen, `add`'s fresh UUID (issue 17).
     pub life: &'a str,
+}
+
+/// The `hook` object of an entry a webhook (or `add --hook`) created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Hook<'a> {
+    pub source: &'a str,
+    pub repository: &'a str,
+}
+
+impl<'a> NewEntry<'a> {
+    /// The defaults of §8.5 for `agent`, with what every entry must be given: its launch id, origin, creation
+    /// time and life token.
+    pub fn new(agent: &'a str, box_session_id: &'a str, origin: &'a str, created_at: i64, life: &'a str) -> Self {
+        Self {
+            agent,
+            skip_permissions: true,
+            remote_control: default_remote_control(agent),
+            whatsapp: false,
+            remote_control_name: None,
+            working_directory: None,
+            extra_args: &[],
+            profile: None,
+            initial_prompt: None,
+            resume_prompt: None,
+            box_session_id,
+            has_run: false,
+            origin,
+            created_at,
+            hook: None,
+            ephemeral: false,
+            life,
+        }
+    }
+
+    /// The entry with `hook` set to `(source, repository)` when both are non-empty, else without one.
+    pub fn with_hook(self, hook: Option<(&'a str, &'a str)>) -> Self {
+        let hook = hook.filter(|(s, r)| !s.is_empty() && !r.is_empty());
+        Self { hook: hook.map(|(source, repository)| Hook { source, repository }), ..self }
+    }
 }
 
 /// The default of `remoteControl` for a harness: codex runs remote control through a separate wrapper.
@@ -250,35 +300,14 @@ pub fn default_remote_control(agent: &str) -> bool {
     agent != "codex"
 }
 
-/// The one constructor of new entries, keys in the documented order.
+/// The entry's object, keys in the order of [`NewEntry`]'s fields.
 pub fn new_entry(spec: &NewEntry<'_>) -> Map<String, Value> {
-    let text = |v: Option<&str>| v.map_or(Value::Null, Value::from);
-    let mut map = Map::new();
-    map.insert("agent".into(), Value::from(spec.agent));
-    map.insert("skipPermissions".into(), Value::Bool(true));
-    map.insert("remoteControl".into(), Value::Bool(spec.remote_control));
-    map.insert("whatsapp".into(), Value::Bool(false));
-    map.insert("remoteControlName".into(), Value::Null);
-    map.insert("workingDirectory".into(), text(spec.working_directory));
-    map.insert("extraArgs".into(), Value::from(spec.extra_args.to_vec()));
-    map.insert("profile".into(), Value::Null);
-    map.insert("initialPrompt".into(), text(spec.initial_prompt));
-    map.insert("resumePrompt".into(), text(spec.resume_prompt));
-    map.insert("boxSessionId".into(), Value::from(spec.box_session_id));
-    map.insert("hasRun".into(), Value::Bool(false));
-    map.insert("origin".into(), Value::from(spec.origin));
-    map.insert("createdAt".into(), Value::from(spec.created_at));
-    if let Some((source, repository)) = spec.hook.filter(|(s, r)| !s.is_empty() && !r.is_empty()) {
-        let mut hook = Map::new();
-        hook.insert("source".into(), Value::from(source));
-        hook.insert("repository".into(), Value::from(repository));
-        map.insert("hook".into(), Value::Object(hook));
+    match serde_json::to_value(spec) {
+        Ok(Value::Object(map)) => map,
+        // A struct of strings, booleans, numbers and options always serialises to an object: serde_json fails
+        // only on non-string map keys and on a Serialize impl that reports an error, and NewEntry has neither.
+        other => unreachable!("a new entry serialised to {other:?}"),
     }
-    if spec.ephemeral {
-        map.insert("ephemeral".into(), Value::Bool(true));
-    }
-    map.insert(LIFE_KEY.into(), Value::from(spec.life));
-    map
 }
 
 #[cfg(test)]
@@ -413,20 +442,17 @@ mod tests {
     #[test]
     fn new_entry_has_the_documented_keys_in_order() {
         let args = vec!["--model".to_string(), "sonnet".to_string()];
-        let entry = new_entry(&NewEntry {
-            agent: "claude",
-            remote_control: default_remote_control("claude"),
-            working_directory: Some("/home/agent/notes"),
-            extra_args: &args,
-            initial_prompt: Some("tidy up"),
-            resume_prompt: None,
-            box_session_id: "0f6c2a9e-3b1d-4c57-9a0e-5d2f8b7c1e43",
-            origin: "webhook",
-            created_at: 1_795_944_123,
-            hook: Some(("github", "acme/widgets")),
-            ephemeral: true,
-            life: "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
-        });
+        let life = "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f";
+        let entry = new_entry(
+            &NewEntry {
+                working_directory: Some("/home/agent/notes"),
+                extra_args: &args,
+                initial_prompt: Some("tidy up"),
+                ephemeral: true,
+                ..NewEntry::new("claude", "0f6c2a9e-3b1d-4c57-9a0e-5d2f8b7c1e43", "webhook", 1_795_944_123, life)
+            }
+            .with_hook(Some(("github", "acme/widgets"))),
+        );
         let keys: Vec<_> = entry.keys().cloned().collect();
         assert_eq!(
             keys,
@@ -450,27 +476,22 @@ mod tests {
                 "life"
             ]
         );
+        assert_eq!(entry["hook"], serde_json::json!({"source": "github", "repository": "acme/widgets"}));
+        assert_eq!(
+            (&entry["skipPermissions"], &entry["remoteControl"], &entry["whatsapp"], &entry["hasRun"]),
+            (&Value::Bool(true), &Value::Bool(true), &Value::Bool(false), &Value::Bool(false))
+        );
+        assert_eq!((&entry["remoteControlName"], &entry["profile"]), (&Value::Null, &Value::Null));
+        assert_eq!(entry["createdAt"], Value::from(1_795_944_123));
         assert!(!default_remote_control("codex"));
-        let plain = new_entry(&NewEntry {
-            hook: Some(("github", "")),
-            ephemeral: false,
-            ..NewEntry {
-                agent: "tool",
-                remote_control: true,
-                working_directory: None,
-                extra_args: &[],
-                initial_prompt: None,
-                resume_prompt: Some(""),
-                box_session_id: "x",
-                origin: "user",
-                created_at: 0,
-                hook: None,
-                ephemeral: false,
-                life: "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
-            }
-        });
+        assert!(!NewEntry::new("codex", "x", "user", 0, life).remote_control);
+        let plain = new_entry(
+            &NewEntry { resume_prompt: Some(""), ..NewEntry::new("tool", "x", "user", 0, life) }
+                .with_hook(Some(("github", ""))),
+        );
         assert!(!plain.contains_key("hook") && !plain.contains_key("ephemeral"));
         assert_eq!(plain["resumePrompt"], Value::from(""));
         assert_eq!(plain["workingDirectory"], Value::Null);
+        assert_eq!(plain["extraArgs"], serde_json::json!([]));
     }
 }

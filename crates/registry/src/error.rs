@@ -1,12 +1,12 @@
-//! The registry's error type and its mapping to the exit codes every program shares.
+//! The registry's error type and its mapping to the exit codes every program shares. Capacity refusals are
+//! not among them: the capacity policy reads the document, so its error stays its own (the front ends map it).
 
 use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::capacity::CapacityError;
-use crate::exit;
-use crate::name::NameError;
+use base::exit;
+use base::name::NameError;
 
 /// Everything that can go wrong at the registry boundary.
 #[derive(Debug, thiserror::Error)]
@@ -35,15 +35,13 @@ pub enum RegistryError {
     Exists(String),
     #[error("no such session: '{0}'")]
     NoSuchEntry(String),
-    #[error(transparent)]
-    Capacity(#[from] CapacityError),
 }
 
 impl RegistryError {
     /// The exit code of 00-overview §7 for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::LockRefused { .. } | Self::Capacity(_) => exit::TEMPFAIL,
+            Self::LockRefused { .. } => exit::TEMPFAIL,
             Self::Name(_) | Self::Exists(_) | Self::NoSuchEntry(_) => exit::USAGE,
             Self::AlreadyHeld | Self::Unreadable { .. } | Self::Invalid { .. } | Self::Write { .. } => exit::FAILURE,
         }
@@ -96,7 +94,6 @@ mod tests {
     fn exit_codes_follow_the_comments_of_rg_13() {
         assert_eq!(RegistryError::AlreadyHeld.exit_code(), 1);
         assert_eq!(RegistryError::Exists("a".into()).exit_code(), 2);
-        assert_eq!(RegistryError::Capacity(CapacityError::Probe("x".into())).exit_code(), 75);
         assert_eq!(RegistryError::Name(NameError::Empty).exit_code(), 2);
     }
 }

@@ -7,9 +7,9 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::document::Document;
-use crate::name::SessionName;
-use crate::quote::push_words;
 use crate::read::ReadOutcome;
+use base::name::SessionName;
+use base::quote::push_words;
 
 /// `registry_validate`: bytes as a registry. Never panics in the product code; Valid exactly when an independent
 /// check of RG-6.3 agrees (UTF-8, one JSON value, an object with a `sessions` object); a Valid document

@@ -10,10 +10,10 @@ use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
 
 use crate::document::Document;
 use crate::error::RegistryError;
-use crate::lock::{RegistryLock, with_lock_ignoring_inherited};
+use crate::lock::{LockPolicy, RegistryLock, with_lock};
 use crate::read::{ReadOutcome, read};
 use crate::store::ensure;
-use crate::time::stamp_compact_utc;
+use base::time::stamp_compact_utc;
 
 /// Once-per-streak memory of the warnings; a valid read clears it.
 #[derive(Debug, Default, Clone)]
@@ -45,7 +45,7 @@ pub fn self_heal(registry: &Path, seed: Option<&Path>, wait: Duration, latches: 
         }
         ReadOutcome::Unreadable(err) => note_unreadable(registry, &err, latches, &mut outcome),
         ReadOutcome::Missing | ReadOutcome::Empty | ReadOutcome::Invalid(_) => {
-            let repaired = with_lock_ignoring_inherited(registry, wait, |guard| {
+            let repaired = with_lock(registry, wait, LockPolicy::SUPERVISOR, |guard| {
                 repair_locked(guard, seed, latches, &mut outcome);
             });
             if let Err(err) = repaired {

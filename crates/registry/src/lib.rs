@@ -1,6 +1,7 @@
-//! The registry: sessions.json, its names, paths, lock, atomic durable write, seed and self-heal, and the
+//! The registry: sessions.json, its paths, lock, atomic durable write, seed and self-heal, and the
 //! capacity policy. Every program depends on it; it prints nothing and spawns no process (only the hidden
-//! property check of quoting, [`fuzz::check_shell_quote`], asks `sh`).
+//! property check of quoting, [`fuzz::check_shell_quote`], asks `sh`). Names, quoting, time, ids and exit codes
+//! live in the `base` crate.
 //!
 //! Choices where the specification is silent:
 //! - A document equal to `{"version":1,"sessions":{}}` is always written compact, whichever edit produced it.
@@ -12,38 +13,21 @@ pub mod capacity;
 pub mod document;
 pub mod envstore;
 pub mod error;
-pub mod exit;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod heal;
-pub mod id;
 pub mod lock;
-pub mod name;
 pub mod paths;
-pub mod quote;
 pub mod read;
 pub mod splice;
 pub mod store;
-pub mod time;
 
 pub use atomic::{ensure_private_dir, write_atomic, write_atomic_parts};
 pub use capacity::{CapacityError, Mode, Usage, admit, read_limit};
-pub use document::{Document, Entry, EntryMut, FieldError, LIFE_KEY, NewEntry, new_entry};
+pub use document::{Document, Entry, EntryMut, FieldError, Hook, LIFE_KEY, NewEntry, new_entry};
 pub use error::{LockRefusal, RegistryError};
 pub use heal::{HealLatches, HealOutcome, self_heal};
-pub use id::{is_uuid, new_uuid_v4};
-pub use lock::{
-    FileLock, RegistryLock, lock_wait_from_env, with_file_lock, with_lock, with_lock_at, with_lock_ignoring_inherited,
-    with_lock_path,
-};
-pub use name::{NameError, SessionName};
+pub use lock::{FileLock, LockPolicy, RegistryLock, lock_wait_from_env, with_file_lock, with_lock};
 pub use paths::{ConfigError, Paths};
 pub use read::{Raw, ReadOutcome, holds_exactly, read, read_raw};
 pub use store::{Ensured, edit, ensure, remove_temp_leftovers};
-
-/// Serialises unit tests that take the process-wide registry guard.
-#[cfg(test)]
-pub(crate) fn test_serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}

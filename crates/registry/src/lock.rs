@@ -6,14 +6,14 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::{FcntlArg, FdFlag};
 
 use crate::atomic::{ensure_private_dir, parent_dir};
 use crate::error::{LockRefusal, RegistryError};
-use crate::paths::{Paths, lock_path_of};
+use crate::paths::lock_path_of;
 
 /// Environment variable through which a parent hands us the registry lock it holds (RG-7.6).
 pub const INHERITED_LOCK_ENV: &str = "AGENT_BOX_REGISTRY_LOCK_FD";
@@ -25,8 +25,8 @@ pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
 const FIRST_POLL: Duration = Duration::from_millis(5);
 const LONGEST_POLL: Duration = Duration::from_millis(100);
 
-/// Set while a registry section runs (see [`GuardAlive`]).
-static REGISTRY_GUARD_ALIVE: AtomicBool = AtomicBool::new(false);
+/// The (device, inode) of every registry lock file a section of this process holds (see [`HeldGuard`]).
+static HELD_LOCK_FILES: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
 
 /// An exclusive flock held through fd-lock's write guard, lent to the section that runs under it. The guard unlocks
 /// when the section ends, and the descriptor closes right after (RG-7.7).
@@ -56,6 +56,11 @@ pub fn with_file_lock<R>(
 ) -> Result<R, LockRefusal> {
     let file =
         open_lock_file(path, create_dir).map_err(|source| LockRefusal::Open { lock: path.to_path_buf(), source })?;
+    lock_open_file(file, wait, section)
+}
+
+/// The polling loop of [`with_file_lock`] on a lock file already open.
+fn lock_open_file<R>(file: File, wait: Duration, section: impl FnOnce(&FileLock<'_>) -> R) -> Result<R, LockRefusal> {
     let mut lock = fd_lock::RwLock::new(file);
     let mut poll = Poll::new(wait);
     loop {
@@ -147,95 +152,88 @@ impl RegistryLock {
     }
 }
 
-/// Raised while a registry section runs: a second description in one process would deadlock against the first.
-/// Lowered on drop, so also when the section panics.
+/// Held while a registry section runs on one lock file: a second description of the same file in this process
+/// would deadlock against the first, so it is refused as [`RegistryError::AlreadyHeld`]. Keyed by the lock
+/// file's (device, inode), not by its path, so another path to the same file is caught too, while sections on
+/// different registries (tests with their own temporary homes) run side by side. Lowered on drop, so also when
+/// the section panics.
 #[derive(Debug)]
-struct GuardAlive;
+struct HeldGuard {
+    key: (u64, u64),
+}
 
-impl GuardAlive {
-    fn raise() -> Result<Self, RegistryError> {
-        REGISTRY_GUARD_ALIVE
-            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
-            .map(|_| Self)
-            .map_err(|_| RegistryError::AlreadyHeld)
+impl HeldGuard {
+    fn raise(key: (u64, u64)) -> Result<Self, RegistryError> {
+        let mut held = HELD_LOCK_FILES.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.contains(&key) {
+            return Err(RegistryError::AlreadyHeld);
+        }
+        held.push(key);
+        Ok(Self { key })
     }
 }
 
-impl Drop for GuardAlive {
+impl Drop for HeldGuard {
     fn drop(&mut self) {
-        REGISTRY_GUARD_ALIVE.store(false, Ordering::SeqCst);
+        HELD_LOCK_FILES.lock().unwrap_or_else(PoisonError::into_inner).retain(|key| *key != self.key);
     }
 }
 
-/// How an acquisition treats `AGENT_BOX_REGISTRY_LOCK_FD` and a missing directory.
-#[derive(Debug, Clone, Copy)]
-struct Policy {
-    adopt_inherited: bool,
-    create_dir: bool,
+/// How a registry lock acquisition treats `AGENT_BOX_REGISTRY_LOCK_FD` and a missing directory; the only
+/// difference between the programs' locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockPolicy {
+    /// Honour a descriptor inherited through [`INHERITED_LOCK_ENV`] (RG-7.6).
+    pub adopt_inherited: bool,
+    /// Create a missing registry directory (0700) and retry the open once.
+    pub create_dir: bool,
 }
 
-/// Runs `section` under the registry lock of the CLI and webhook-spawn: honours an inherited descriptor, creates
-/// a missing directory.
+impl LockPolicy {
+    /// The CLI, webhook-spawn and tools addressing one file: honours an inherited descriptor, creates a missing
+    /// directory.
+    pub const FRONT_END: Self = Self { adopt_inherited: true, create_dir: true };
+    /// The supervisor: ignores `AGENT_BOX_REGISTRY_LOCK_FD`, creates a missing directory (first boot).
+    pub const SUPERVISOR: Self = Self { adopt_inherited: false, create_dir: true };
+    /// The epilogue (RG-7.10): no environment, never creates a directory.
+    pub const EPILOGUE: Self = Self { adopt_inherited: false, create_dir: false };
+}
+
+/// Runs `section` under the lock of `registry` (its sidecar `sessions.json.lock`), waiting at most `wait`, as
+/// `policy` says: acquire, run the section, release (RG-7.8). An inherited descriptor is only checked, outside
+/// fd-lock: its guard would unlock the parent's lock when dropped (RG-7.6).
 pub fn with_lock<R>(
-    paths: &Paths,
-    wait: Duration,
-    section: impl FnOnce(&RegistryLock) -> R,
-) -> Result<R, RegistryError> {
-    locked(paths.registry(), wait, Policy { adopt_inherited: true, create_dir: true }, section)
-}
-
-/// The supervisor's lock: ignores `AGENT_BOX_REGISTRY_LOCK_FD`, creates a missing directory (first boot).
-pub fn with_lock_ignoring_inherited<R>(
     registry: &Path,
     wait: Duration,
+    policy: LockPolicy,
     section: impl FnOnce(&RegistryLock) -> R,
 ) -> Result<R, RegistryError> {
-    locked(registry, wait, Policy { adopt_inherited: false, create_dir: true }, section)
-}
-
-/// The epilogue's lock (RG-7.10): an explicit path, no environment, never creates a directory.
-pub fn with_lock_at<R>(
-    registry: &Path,
-    wait: Duration,
-    section: impl FnOnce(&RegistryLock) -> R,
-) -> Result<R, RegistryError> {
-    locked(registry, wait, Policy { adopt_inherited: false, create_dir: false }, section)
-}
-
-/// Like [`with_lock`] for a registry path given directly (the `rmw` example and tools addressing one file).
-pub fn with_lock_path<R>(
-    registry: &Path,
-    wait: Duration,
-    section: impl FnOnce(&RegistryLock) -> R,
-) -> Result<R, RegistryError> {
-    locked(registry, wait, Policy { adopt_inherited: true, create_dir: true }, section)
-}
-
-/// Acquire, run the section, release (RG-7.8). An inherited descriptor is only checked, outside fd-lock: its
-/// guard would unlock the parent's lock when dropped (RG-7.6).
-fn locked<R>(
-    registry: &Path,
-    wait: Duration,
-    policy: Policy,
-    section: impl FnOnce(&RegistryLock) -> R,
-) -> Result<R, RegistryError> {
-    let _alive = GuardAlive::raise()?;
     let refused = |reason| RegistryError::LockRefused { path: registry.to_path_buf(), reason };
     let proof = |fd| RegistryLock { registry: registry.to_path_buf(), fd };
     let lock_file = lock_path_of(registry);
     let inherited = if policy.adopt_inherited { std::env::var(INHERITED_LOCK_ENV).ok() } else { None };
     match inherited.filter(|v| !v.is_empty()) {
         Some(value) => {
-            let fd = adopt_inherited(&value, &lock_file, wait).map_err(refused)?;
-            Ok(section(&proof(fd)))
+            let (fd, key) = check_inherited(&value, &lock_file).map_err(refused)?;
+            let _held = HeldGuard::raise(key)?;
+            let mut poll = Poll::new(wait);
+            while let Err(err) = flock_without_guard(fd) {
+                poll.after(err).map_err(refused)?;
+            }
+            Ok(section(&proof(fd.as_raw_fd())))
         }
         None => {
-            with_file_lock(&lock_file, wait, policy.create_dir, |lock| section(&proof(lock.raw_fd()))).map_err(refused)
+            let open_refused = |source| refused(LockRefusal::Open { lock: lock_file.clone(), source });
+            let file = open_lock_file(&lock_file, policy.create_dir).map_err(open_refused)?;
+            let key = file.metadata().map(|meta| (meta.dev(), meta.ino())).map_err(open_refused)?;
+            let _held = HeldGuard::raise(key)?;
+            lock_open_file(file, wait, |lock| section(&proof(lock.raw_fd()))).map_err(refused)
         }
     }
 }
 
-fn adopt_inherited(value: &str, lock_file: &Path, wait: Duration) -> Result<RawFd, LockRefusal> {
+/// The inherited descriptor named by `value` when it is open on `lock_file`, with the file's (device, inode).
+fn check_inherited(value: &str, lock_file: &Path) -> Result<(BorrowedFd<'static>, (u64, u64)), LockRefusal> {
     let refuse = || {
         LockRefusal::BadInheritedFd(format!(
             "{INHERITED_LOCK_ENV}={value} is not an open descriptor of {}",
@@ -245,16 +243,12 @@ fn adopt_inherited(value: &str, lock_file: &Path, wait: Duration) -> Result<RawF
     let raw = parse_inherited_fd(value).ok_or_else(refuse)?;
     let fd = borrow_open_fd(raw).ok_or_else(refuse)?;
     let (fd_stat, file_meta) = (nix::sys::stat::fstat(fd).ok(), std::fs::metadata(lock_file).ok());
-    match (fd_stat, file_meta) {
-        (Some(st), Some(meta)) if st.st_dev == meta.dev() && st.st_ino == meta.ino() => {}
+    let key = match (fd_stat, file_meta) {
+        (Some(st), Some(meta)) if st.st_dev == meta.dev() && st.st_ino == meta.ino() => (meta.dev(), meta.ino()),
         _ => return Err(refuse()),
-    }
+    };
     let _ = nix::fcntl::fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
-    let mut poll = Poll::new(wait);
-    while let Err(err) = flock_without_guard(fd) {
-        poll.after(err)?;
-    }
-    Ok(raw)
+    Ok((fd, key))
 }
 
 /// `flock(fd, LOCK_EX|LOCK_NB)` with nothing that could ever unlock it: on the parent's description it succeeds at
@@ -342,23 +336,53 @@ mod tests {
 
     #[test]
     fn second_guard_in_one_process_is_already_held() {
-        let _serial = crate::test_serial();
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("sessions.json");
-        let nested = with_lock_at(&registry, Duration::ZERO, |_| with_lock_at(&registry, Duration::ZERO, |_| ()));
+        let nested = with_lock(&registry, Duration::ZERO, LockPolicy::EPILOGUE, |_| {
+            with_lock(&registry, Duration::ZERO, LockPolicy::EPILOGUE, |_| ())
+        });
         assert!(matches!(nested, Ok(Err(RegistryError::AlreadyHeld))));
-        assert!(with_lock_at(&registry, Duration::ZERO, |_| ()).is_ok(), "released after the section");
-        let panicked = std::panic::catch_unwind(|| with_lock_at(&registry, Duration::ZERO, |_| panic!("in section")));
+        assert!(
+            with_lock(&registry, Duration::ZERO, LockPolicy::EPILOGUE, |_| ()).is_ok(),
+            "released after the section"
+        );
+        let panicked = std::panic::catch_unwind(|| {
+            with_lock(&registry, Duration::ZERO, LockPolicy::EPILOGUE, |_| panic!("in section"))
+        });
         assert!(panicked.is_err());
-        assert!(with_lock_at(&registry, Duration::ZERO, |_| ()).is_ok(), "released after a panic too");
+        assert!(
+            with_lock(&registry, Duration::ZERO, LockPolicy::EPILOGUE, |_| ()).is_ok(),
+            "released after a panic too"
+        );
     }
 
     #[test]
-    fn lock_at_never_creates_a_directory() {
-        let _serial = crate::test_serial();
+    fn sections_on_different_registries_run_side_by_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let (one, two) = (dir.path().join("one.json"), dir.path().join("two.json"));
+        let nested = with_lock(&one, Duration::ZERO, LockPolicy::EPILOGUE, |_| {
+            with_lock(&two, Duration::ZERO, LockPolicy::EPILOGUE, |_| ())
+        });
+        assert!(matches!(nested, Ok(Ok(()))), "{nested:?}");
+    }
+
+    #[test]
+    fn another_path_to_the_same_lock_file_is_already_held() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("alias")).unwrap();
+        let (real, alias) = (dir.path().join("real/sessions.json"), dir.path().join("alias/sessions.json"));
+        let nested = with_lock(&real, Duration::ZERO, LockPolicy::EPILOGUE, |_| {
+            with_lock(&alias, Duration::ZERO, LockPolicy::EPILOGUE, |_| ())
+        });
+        assert!(matches!(nested, Ok(Err(RegistryError::AlreadyHeld))), "{nested:?}");
+    }
+
+    #[test]
+    fn the_epilogue_policy_never_creates_a_directory() {
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("missing/sessions.json");
-        let err = with_lock_at(&registry, Duration::ZERO, |_| ()).unwrap_err();
+        let err = with_lock(&registry, Duration::ZERO, LockPolicy::EPILOGUE, |_| ()).unwrap_err();
         assert!(matches!(err, RegistryError::LockRefused { reason: LockRefusal::Open { .. }, .. }));
         assert!(!dir.path().join("missing").exists());
     }

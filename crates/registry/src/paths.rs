@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::name::SessionName;
+use base::name::SessionName;
 
 /// A configuration problem found before anything was touched (exit 2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,14 +24,6 @@ pub struct Paths {
     webhook_state_dir: PathBuf,
     limit_file: PathBuf,
     meminfo_file: PathBuf,
-}
-
-/// True when `user` may be joined into file names (OV-5.2).
-pub fn is_usable_user(user: &str) -> bool {
-    !user.is_empty()
-        && user != "."
-        && user != ".."
-        && user.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 impl Paths {
@@ -185,7 +177,7 @@ fn resolve_user(from_env: Option<OsString>, passwd: impl FnOnce() -> Option<Stri
         Some(value) => value.to_string_lossy().into_owned(),
         None => passwd().unwrap_or_default(),
     };
-    if is_usable_user(&candidate) {
+    if base::name::is_usable_user(&candidate) {
         Ok(candidate)
     } else {
         Err(ConfigError::BadUser { user: candidate, uid: nix::unistd::getuid().as_raw() })

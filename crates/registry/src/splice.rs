@@ -23,7 +23,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Value};
 
-use crate::name::SessionName;
+use base::name::SessionName;
 
 /// Deeper nesting is left to the full parser (serde_json stops at 128).
 pub const MAX_DEPTH: usize = 64;

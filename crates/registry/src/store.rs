@@ -104,18 +104,17 @@ pub fn remove_temp_leftovers(guard: &RegistryLock) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lock::with_lock_at;
-    use crate::name::SessionName;
+    use crate::lock::{LockPolicy, with_lock};
+    use base::name::SessionName;
     use std::time::Duration;
 
     /// Runs `section` under the epilogue's lock of `path`.
     fn under_lock(path: &Path, section: impl FnOnce(&RegistryLock)) {
-        with_lock_at(path, Duration::from_secs(5), section).unwrap();
+        with_lock(path, Duration::from_secs(5), LockPolicy::EPILOGUE, section).unwrap();
     }
 
     #[test]
     fn ensure_variants() {
-        let _serial = crate::test_serial();
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("sessions.json");
         let seed = dir.path().join("seed.json");
@@ -143,7 +142,6 @@ mod tests {
 
     #[test]
     fn no_op_edit_writes_nothing() {
-        let _serial = crate::test_serial();
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("sessions.json");
         std::fs::write(&registry, b"{\"sessions\":{\"a\":{\"stopped\":true}}}").unwrap();
@@ -162,7 +160,6 @@ mod tests {
 
     #[test]
     fn edit_refuses_invalid_and_creates_missing_only_on_change() {
-        let _serial = crate::test_serial();
         let dir = tempfile::tempdir().unwrap();
         let registry = dir.path().join("sessions.json");
         under_lock(&registry, |guard| {

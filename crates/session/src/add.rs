@@ -5,8 +5,9 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use base::{SessionName, new_uuid_v4};
 use rand::RngExt;
-use registry::{Document, NewEntry, RegistryLock, SessionName, new_entry, new_uuid_v4};
+use registry::{Document, NewEntry, RegistryLock, new_entry};
 use view::Context;
 
 use crate::cli::AddArgs;
@@ -181,25 +182,21 @@ fn basename_base(cwd: &str) -> String {
 
 /// The entry of §8.5 through the registry's shared constructor.
 fn build_entry(args: &AddArgs, valid: &Validated) -> serde_json::Map<String, serde_json::Value> {
-    let id = new_uuid_v4();
+    let (id, life) = (new_uuid_v4(), new_uuid_v4());
     let hook = args.hook.as_deref().and_then(|pair| match pair {
         [source, repository] => Some((source.as_str(), repository.as_str())),
         _ => None,
     });
-    new_entry(&NewEntry {
-        agent: &valid.harness,
+    let entry = NewEntry {
         remote_control: valid.remote_control,
         working_directory: valid.cwd.as_deref(),
         extra_args: &args.extra_args,
         initial_prompt: args.prompt.as_deref(),
         resume_prompt: args.resume_prompt.as_deref(),
-        box_session_id: &id,
-        origin: &valid.origin,
-        created_at: registry::time::now_epoch(),
-        hook,
         ephemeral: args.ephemeral,
-        life: &new_uuid_v4(),
-    })
+        ..NewEntry::new(&valid.harness, &id, &valid.origin, base::time::now_epoch(), &life)
+    };
+    new_entry(&entry.with_hook(hook))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! every program resolves the same way (crate `tmux`), so no `TMUX_TMPDIR` or `-L` has to be typed. The checks
 //! are here; `main` replaces the process with tmux, the only step that cannot return a value.
 
-use registry::SessionName;
+use base::SessionName;
 use view::Context;
 
 use crate::error::SessionError;

@@ -1,7 +1,8 @@
 //! Why a verb failed (50-session-cli §13, §14): each error knows its exit code and the stderr line(s) that
 //! report it; `main` prints them after the verb's warnings.
 
-use registry::{CapacityError, NameError, RegistryError, exit};
+use base::{NameError, exit};
+use registry::{CapacityError, RegistryError};
 
 use crate::messages;
 use crate::out::Line;

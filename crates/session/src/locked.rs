@@ -1,8 +1,9 @@
 //! What every mutating verb shares (50-session-cli §3.11): the lock with its refusal, the re-read under the lock
 //! with M20/M20b, and the durable write with M21.
 
+use base::SessionName;
 use registry::store::{read_for_write, write_document};
-use registry::{Document, RegistryError, RegistryLock, SessionName, with_lock};
+use registry::{Document, RegistryError, RegistryLock, with_lock};
 use view::Context;
 
 use crate::error::SessionError;
@@ -17,7 +18,8 @@ pub fn with_locked<T>(
     if let Some(value) = &ctx.ignored_lock_wait {
         out.warn(format!("ignoring REGISTRY_LOCK_WAIT='{value}': not a number of seconds; using 10"));
     }
-    with_lock(&ctx.paths, ctx.lock_wait, section).map_err(SessionError::Lock)?
+    with_lock(ctx.paths.registry(), ctx.lock_wait, registry::LockPolicy::FRONT_END, section)
+        .map_err(SessionError::Lock)?
 }
 
 /// Whether the registry file exists. Only "no such file" means absent (issue 18): any other error of the stat

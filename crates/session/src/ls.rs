@@ -4,7 +4,7 @@
 use agent_box_types::report::{LsReport, LsSession, SessionState, SupervisorStatus, TmuxStatus};
 use agent_box_types::{VERSION, pretty};
 use view::Context;
-use view::ls::{Row, rows};
+use view::ls::rows;
 use view::read::{RegistryView, read_registry};
 use view::text::{compact, pad, visible};
 
@@ -27,7 +27,7 @@ pub fn ls(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> 
     if supervisor == SupervisorStatus::Stopped {
         out.warn(messages::no_supervisor(&ctx.paths.registry().display().to_string()));
     }
-    let rows = rows(ctx, &registry.doc, &live, registry::time::now_epoch());
+    let rows = rows(ctx, &registry.doc, &live, base::time::now_epoch());
     let text = if json { render_json(&registry, tmux, supervisor, &rows)? } else { render_text(&rows) };
     out.bytes(text.as_bytes());
     Ok(())
@@ -41,7 +41,7 @@ pub fn warn_unusable(ctx: &Context, registry: &RegistryView, out: &mut Out) {
 }
 
 /// The text report: header and one `%-24s %-8s %s` line per row.
-pub fn render_text(rows: &[Row]) -> String {
+pub fn render_text(rows: &[LsSession]) -> String {
     let mut text = format!("{} {} STATE\n", pad("NAME", 24), pad("HARNESS", 8));
     for row in rows {
         let harness = match (&row.harness, row.listed) {
@@ -60,7 +60,7 @@ pub fn render_text(rows: &[Row]) -> String {
 }
 
 /// The STATE column: the state word, `died(<value>)`, the backoff and the unresolved suffix.
-pub fn state_text(row: &Row) -> String {
+pub fn state_text(row: &LsSession) -> String {
     let mut text = match (row.state, &row.died) {
         (SessionState::Died, Some(died)) => format!("died({})", compact(died)),
         (state, _) => state_word(state).to_owned(),
@@ -68,8 +68,9 @@ pub fn state_text(row: &Row) -> String {
     if let Some(agent) = &row.harness_missing {
         text.push_str(&format!(", harness '{agent}' not installed"));
     }
-    if let Some(backoff) = &row.backoff {
-        text.push_str(&format!(", backoff until {} UTC", registry::time::format_hms(backoff.until)));
+    // view sets `backoff_until` only to a time it parsed, so a value that does not parse is never shown.
+    if let Some(until) = row.backoff_until.as_deref().and_then(base::time::parse_iso) {
+        text.push_str(&format!(", backoff until {} UTC", base::time::format_hms(until)));
     }
     if let Some(outcome) = &row.unresolved {
         text.push_str(&format!(", UNRESOLVED ASSIGNMENT ({outcome})"));
@@ -92,28 +93,11 @@ pub fn render_json(
     registry: &RegistryView,
     tmux: TmuxStatus,
     supervisor: SupervisorStatus,
-    rows: &[Row],
+    rows: &[LsSession],
 ) -> Result<String, SessionError> {
-    let sessions = rows.iter().map(json_row).collect();
+    let sessions = rows.to_vec();
     let report = LsReport { version: VERSION, registry: registry.status, tmux, supervisor, sessions };
     pretty(&report).map_err(|e| SessionError::Failed(e.to_string()))
-}
-
-fn json_row(row: &Row) -> LsSession {
-    LsSession {
-        name: row.name.clone(),
-        harness: row.harness.clone(),
-        state: row.state,
-        listed: row.listed,
-        stopped: row.stopped,
-        died: row.died.clone(),
-        ephemeral: row.ephemeral,
-        origin: row.origin.clone(),
-        working_directory: row.working_directory.clone(),
-        unresolved: row.unresolved.clone(),
-        backoff_until: row.backoff.as_ref().map(|b| b.raw.clone()),
-        harness_missing: row.harness_missing.clone(),
-    }
 }
 
 #[cfg(test)]
@@ -121,29 +105,28 @@ mod tests {
     use super::*;
     use serde_json::Value;
     use view::ls::unmanaged_row;
-    use view::read::Backoff;
 
-    fn row(name: &str, harness: Option<&str>, state: SessionState) -> Row {
-        Row { harness: harness.map(str::to_owned), state, ..unmanaged_row(name) }
+    fn row(name: &str, harness: Option<&str>, state: SessionState) -> LsSession {
+        LsSession { harness: harness.map(str::to_owned), state, ..unmanaged_row(name) }
     }
 
     #[test]
     fn the_text_layout_of_the_example() {
         let rows = vec![
-            Row { listed: true, ..row("main", Some("claude"), SessionState::Live) },
-            Row { listed: true, stopped: true, ..row("helper", Some("codex"), SessionState::Stopped) },
-            Row {
+            LsSession { listed: true, ..row("main", Some("claude"), SessionState::Live) },
+            LsSession { listed: true, stopped: true, ..row("helper", Some("codex"), SessionState::Stopped) },
+            LsSession {
                 listed: true,
                 died: Some(Value::from(1)),
                 unresolved: Some("died:1".into()),
                 ..row("hook-acme-widget-3fa9", Some("claude"), SessionState::Died)
             },
-            Row {
+            LsSession {
                 listed: true,
                 unresolved: Some("vanished".into()),
                 ..row("hook-acme-widget-77c0", Some("claude"), SessionState::Live)
             },
-            Row { listed: true, ..row("notes", Some("shell"), SessionState::Starting) },
+            LsSession { listed: true, ..row("notes", Some("shell"), SessionState::Starting) },
             row("scratch", None, SessionState::Unmanaged),
         ];
         let expected = "\
@@ -160,18 +143,18 @@ scratch                  -        unmanaged
 
     #[test]
     fn backoff_odd_values_and_control_characters_in_text() {
-        let until = registry::time::parse_iso("2026-11-29T14:03:11Z").unwrap();
-        let backing_off = Row {
+        let backing_off = LsSession {
             listed: true,
-            backoff: Some(Backoff { raw: "2026-11-29T14:03:11Z".into(), until }),
+            backoff_until: Some("2026-11-29T14:03:11Z".into()),
             ..row("n", Some("claude"), SessionState::Starting)
         };
         assert_eq!(state_text(&backing_off), "starting, backoff until 14:03:11 UTC");
         let missing =
-            Row { harness_missing: Some("claude".into()), ..row("m", Some("claude"), SessionState::Starting) };
+            LsSession { harness_missing: Some("claude".into()), ..row("m", Some("claude"), SessionState::Starting) };
         assert_eq!(state_text(&missing), "starting, harness 'claude' not installed");
-        let odd = Row { listed: true, ..row("a\u{1b}[2Jb", None, SessionState::Starting) };
-        let died_text = Row { listed: true, died: Some(Value::from("x")), ..row("d", Some("c"), SessionState::Died) };
+        let odd = LsSession { listed: true, ..row("a\u{1b}[2Jb", None, SessionState::Starting) };
+        let died_text =
+            LsSession { listed: true, died: Some(Value::from("x")), ..row("d", Some("c"), SessionState::Died) };
         let text = render_text(&[odd, died_text]);
         assert!(text.contains("\na?[2Jb                   ?        starting\n"), "{text}");
         assert!(text.contains("died(\"x\")"), "{text}");
@@ -179,11 +162,10 @@ scratch                  -        unmanaged
 
     #[test]
     fn json_rows_carry_raw_values_in_the_documented_order() {
-        let until = registry::time::parse_iso("2026-11-29T14:03:11Z").unwrap();
-        let rows = vec![Row {
+        let rows = vec![LsSession {
             listed: true,
             origin: Some("webhook".into()),
-            backoff: Some(Backoff { raw: "2026-11-29T14:03:11Z".into(), until }),
+            backoff_until: Some("2026-11-29T14:03:11Z".into()),
             ..row("k\u{7}", Some("claude"), SessionState::Starting)
         }];
         let dir = tempfile::tempdir().unwrap();

@@ -6,8 +6,8 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::os::fd::AsFd;
 use std::process::ExitCode;
 
+use base::exit;
 use clap::Parser;
-use registry::exit;
 use session::SessionError;
 use session::cli::{Cli, EnvSetArgs, EnvVerb, Verb};
 use session::out::{Line, Out};

@@ -1,6 +1,6 @@
 //! The message table of 50-session-cli §14, in one place: every text a user or a script may match.
 
-use registry::NameError;
+use base::NameError;
 
 use view::text::echoed_name;
 

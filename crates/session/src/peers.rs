@@ -2,10 +2,10 @@
 //! report and its text come from `view::peers` (the webhook spawner shows the same text in its prompts); the
 //! verb adds the caller's own session, the warning and the JSON.
 
-use agent_box_types::report::{PeerKind, PeersReport};
+use agent_box_types::report::PeersReport;
 use agent_box_types::{VERSION, pretty};
 use view::Context;
-use view::peers::{Peer, Report, collect, render_text, self_name};
+use view::peers::{Report, collect, render_text, self_name};
 
 use crate::error::SessionError;
 use crate::messages;
@@ -29,34 +29,22 @@ pub fn render_json(report: &Report) -> Result<String, SessionError> {
         version: VERSION,
         me: report.me.clone(),
         registry: report.registry,
-        sessions: report.peers.iter().map(json_peer).collect(),
+        sessions: report.peers.clone(),
     };
     pretty(&document).map_err(|e| SessionError::Failed(e.to_string()))
-}
-
-fn json_peer(peer: &Peer) -> agent_box_types::report::Peer {
-    agent_box_types::report::Peer {
-        name: peer.name.clone(),
-        kind: if peer.dispatched() { PeerKind::Dispatched } else { PeerKind::Interactive },
-        listed: peer.listed,
-        harness: peer.harness.clone(),
-        working_directory: peer.working_directory.clone(),
-        died: peer.died.clone(),
-        unresolved: peer.unresolved.clone(),
-        claims: peer.claims.clone(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_box_types::report::{Claims, FilterStatus, RegistryStatus};
+    use agent_box_types::report::{Claims, FilterStatus, PeerKind, RegistryStatus};
     use serde_json::Value;
 
     #[test]
     fn json_shape_and_order() {
-        let peer = Peer {
+        let peer = agent_box_types::report::Peer {
             name: "hook-a".into(),
+            kind: PeerKind::Dispatched,
             listed: false,
             harness: None,
             working_directory: None,

@@ -9,8 +9,9 @@
 //! session whose pane was already gone (nothing is restarted there that a loss did not end first): when the kill
 //! finds no pane of a session that was not stopped, the mark is taken back.
 
+use base::SessionName;
 use lease::{Changed, Expect, HookLog, LeaseDir};
-use registry::{Document, SessionName};
+use registry::Document;
 use view::{Context, KillResult};
 
 use crate::error::{KillFailure, SessionError};

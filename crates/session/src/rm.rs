@@ -1,8 +1,8 @@
 //! `rm NAME` (50-session-cli §9): delist first, then kill, then clean up, so a spawn prepared from an older read
 //! is killed by the supervisor's post-check instead of coming back.
 
+use base::SessionName;
 use lease::{EndHow, Expect, HookLog, LeaseDir, LeaseState};
-use registry::SessionName;
 use view::{Context, KillResult};
 
 use crate::error::{KillFailure, SessionError};

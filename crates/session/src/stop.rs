@@ -6,8 +6,8 @@
 //! `peers` (the box cannot say the work finished; the operator stopped it) until a clean exit, `rm` or the reap
 //! resolves the lease.
 
+use base::SessionName;
 use lease::{Expect, LeaseDir, Outcome};
-use registry::SessionName;
 use serde_json::Value;
 use view::{Context, KillResult};
 

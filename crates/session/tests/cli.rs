@@ -122,7 +122,7 @@ fn cl04_the_entry_has_the_documented_shape() {
         ]
     );
     assert_eq!(entry["extraArgs"], json!(["--model", "sonnet"]));
-    assert!(registry::is_uuid(entry["boxSessionId"].as_str().unwrap()));
+    assert!(base::is_uuid(entry["boxSessionId"].as_str().unwrap()));
     let codex = session(&sb, &["add", "cx", "--harness", "codex", "--ephemeral", "--hook", "github", "acme/x"]).code(0);
     let entry = sb.entry("cx").unwrap();
     assert_eq!((&entry["remoteControl"], &entry["ephemeral"]), (&json!(false), &json!(true)));
@@ -473,7 +473,7 @@ fn stop_keeps_a_first_outcome_and_never_touches_a_newer_gen() {
     let died = sb.create_lease("hook-d");
     side_file_with_gen(&sb, "hook-d", &died);
     let leases = lease::LeaseDir::new(sb.state_dir().join("lease"));
-    let name = registry::SessionName::parse("hook-d").unwrap();
+    let name = base::SessionName::parse("hook-d").unwrap();
     leases.mark_outcome(&name, &lease::Outcome::Died(1), &lease::Expect::Any).unwrap();
     sb.create_lease("hook-n");
     side_file_with_gen(&sb, "hook-n", "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f");

@@ -16,8 +16,9 @@
 
 use std::collections::BTreeSet;
 
+use base::{SessionName, is_uuid};
 use registry::store::{read_for_write, write_document};
-use registry::{Document, RegistryLock, SessionName, is_uuid};
+use registry::{Document, RegistryLock};
 use serde_json::Value;
 
 use crate::launch::gen_argument;
@@ -88,16 +89,13 @@ impl Supervisor {
                 entry.set("initialPrompt", Value::Null);
                 changed.push(name);
             }
-            self.log.warn(&format!(
-                "'{name}' was already running but its start was never recorded (a supervisor stopped mid-spawn); adopted it as launch {}",
-                orphan.launch_id
-            ));
+            self.log.warn(&crate::messages::adopted_unrecorded(name, orphan.launch_id.as_str()));
         }
         let Some(first) = changed.first() else { return };
         if let Err(err) = write_document(guard, &fresh)
             && self.latches.write_failed.raise(first.as_str())
         {
-            self.log.error(&format!("session '{first}': cannot write {} ({err})", guard.registry().display()));
+            self.log.error(&crate::messages::cannot_write(first, guard.registry().display(), err));
         }
     }
 }

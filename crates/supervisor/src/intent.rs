@@ -10,8 +10,9 @@
 //! that finds it gone treats it as vanished, which is what it is. Only this process can know that `new-session`
 //! failed, and it puts the side file and the four registry keys back as they were.
 
+use base::SessionName;
 use registry::store::write_document;
-use registry::{Document, RegistryLock, SessionName};
+use registry::{Document, RegistryLock};
 use serde_json::Value;
 
 use crate::launch::Prepared;
@@ -101,7 +102,7 @@ impl Supervisor {
     /// L15 once per name per streak.
     pub(crate) fn note_write_failed(&mut self, name: &SessionName, path: &str, err: &str) {
         if self.latches.write_failed.raise(name.as_str()) {
-            self.log.error(&format!("session '{name}': cannot write {path} ({err})"));
+            self.log.error(&crate::messages::cannot_write(name, path, err));
         }
     }
 }

@@ -46,7 +46,7 @@ mod intent;
 pub mod launch;
 mod life;
 pub mod log;
-mod messages;
+pub mod messages;
 pub mod print;
 pub mod run;
 pub mod side;

@@ -7,9 +7,10 @@
 //! that writes both by hand); anything else gets a fresh token. A side file of an older supervisor (no `life`)
 //! joins the entry's life in the same step, so a later replacement of the entry is told from it.
 
+use base::{SessionName, new_uuid_v4};
 use lease::LeaseState;
 use registry::store::{read_for_write, write_document};
-use registry::{Document, LIFE_KEY, RegistryLock, SessionName, new_uuid_v4};
+use registry::{Document, LIFE_KEY, RegistryLock};
 use serde_json::Value;
 
 use crate::side::{SideFile, SideFileIo};
@@ -47,7 +48,7 @@ impl Supervisor {
         if let Err(err) = write_document(guard, &fresh) {
             let first = names.first().map(SessionName::as_str).unwrap_or_default();
             if self.latches.write_failed.raise(first) {
-                self.log.error(&format!("session '{first}': cannot write {} ({err})", guard.registry().display()));
+                self.log.error(&crate::messages::cannot_write(first, guard.registry().display(), err));
             }
             return None;
         }

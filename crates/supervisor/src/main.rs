@@ -3,10 +3,11 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use base::exit;
 use clap::Parser;
-use registry::exit;
 use supervisor::cli::Cli;
 use supervisor::config::Config;
+use supervisor::messages;
 use supervisor::print::{PrintError, print_command};
 use supervisor::run::{Stop, once, run};
 
@@ -28,13 +29,13 @@ fn main() -> ExitCode {
         return dry_run(&config, &name);
     }
     if inherited {
-        say("ignoring inherited AGENT_BOX_REGISTRY_LOCK_FD");
+        say(messages::INHERITED_LOCK_IGNORED);
     }
     if let Some(value) = &config.ignored_lock_wait {
-        say(&format!("ignoring REGISTRY_LOCK_WAIT='{value}': not a number of seconds; using 1s"));
+        say(&messages::lock_wait_ignored(value));
     }
     if let Some(value) = &config.ignored_tick_secs {
-        say(&format!("ignoring AGENT_BOX_TICK_SECS='{value}': not a number of seconds from 0.05 to 86400; using 2s"));
+        say(&messages::tick_secs_ignored(value));
     }
     match if cli.once { once(config) } else { run(config) } {
         Stop::Done => ExitCode::SUCCESS,

@@ -1,8 +1,205 @@
-//! Log lines of the supervisor that issues 17 and 20 added; one function per line, so the wording lives in one place.
+//! Every log line of the supervisor, one function (or constant) per line, so the wording lives in one place and
+//! golden/supervisor pins it. Arguments that only need printing are `impl Display`.
 
 use std::path::Path;
 
-use registry::SessionName;
+use base::SessionName;
+
+use std::fmt::Display;
+
+// Start-up and the loop (main.rs, run.rs).
+
+/// An inherited registry lock descriptor is not the supervisor's to use.
+pub const INHERITED_LOCK_IGNORED: &str = "ignoring inherited AGENT_BOX_REGISTRY_LOCK_FD";
+
+pub fn lock_wait_ignored(value: &str) -> String {
+    format!("ignoring REGISTRY_LOCK_WAIT='{value}': not a number of seconds; using 1s")
+}
+
+pub fn tick_secs_ignored(value: &str) -> String {
+    format!("ignoring AGENT_BOX_TICK_SECS='{value}': not a number of seconds from 0.05 to 86400; using 2s")
+}
+
+/// F20: another supervisor holds the single-instance lock; `pid` is what its lock file says.
+pub fn already_running(pid: Option<u32>, registry: &str, lock: &Path) -> String {
+    let who =
+        pid.map_or_else(|| "another agent-box-supervisor".to_owned(), |p| format!("agent-box-supervisor pid {p}"));
+    let stop_it = pid.map_or_else(String::new, |p| format!(", or kill {p}"));
+    format!(
+        "not starting: {who} already serves registry {registry} (lock {}); stop it first (systemctl --user stop agent-box.service{stop_it})",
+        lock.display()
+    )
+}
+
+pub fn running_without_instance_lock(err: impl Display) -> String {
+    format!("cannot take the single-instance lock ({err}); running without it")
+}
+
+pub fn instance_lock_failed(lock: &Path, err: impl Display) -> String {
+    format!("cannot take the single-instance lock {}: {err}", lock.display())
+}
+
+pub fn tmux_too_old(major: impl Display, minor: impl Display) -> String {
+    format!("tmux {major}.{minor} is too old: 3.2 or newer is required")
+}
+
+pub fn signal_handlers_failed(err: impl Display) -> String {
+    format!("cannot install signal handlers: {err}")
+}
+
+pub fn wake_not_installed(err: impl Display) -> String {
+    format!("not installing the session-closed wake ({err}); a killed session is noticed at the next tick")
+}
+
+pub fn cannot_watch_registry(dir: &str, err: impl Display) -> String {
+    format!("cannot watch {dir} for changes ({err}); polling every 2s")
+}
+
+pub fn cannot_watch_closed(file: &str, err: impl Display) -> String {
+    format!("cannot watch {file} for ended sessions ({err}); a killed session is noticed at the next tick")
+}
+
+pub fn signal_received(signal: &str) -> String {
+    format!("{signal} received; exiting after this tick (sessions keep running)")
+}
+
+// The tick (supervisor.rs).
+
+/// L1.
+pub fn started(socket: &str, dir: &str, registry: &str) -> String {
+    format!("started (tmux socket {socket} in {dir}, registry {registry})")
+}
+
+pub const TMUX_REACHABLE_AGAIN: &str = "tmux is reachable again";
+
+/// UP-3.1: an external server is down; its unit starts it.
+pub const TMUX_SERVER_ABSENT: &str = "tmux server is not running; its unit starts it \u{2014} waiting";
+
+pub fn tmux_unreachable(reason: &str) -> String {
+    format!("cannot reach tmux ({reason}); no session can be started or checked; retrying every tick")
+}
+
+/// L4.
+pub fn all_sessions_disappeared(lost: usize) -> String {
+    format!("all {lost} managed sessions disappeared at once (tmux server restarted?); respawning them")
+}
+
+/// L22.
+pub fn server_changed(old: u32, new: u32) -> String {
+    format!("the tmux server changed (pid {old}, now {new})")
+}
+
+pub fn wake_hook_refused(reason: &str) -> String {
+    format!("tmux did not accept the session-closed hook ({reason}); a killed session is noticed at the next tick")
+}
+
+/// L9.
+pub fn lock_not_obtained(reason: &str) -> String {
+    format!("registry lock not obtained ({reason}); no session started or reaped this tick")
+}
+
+/// L13: `quoted` is the key as a JSON string.
+pub fn bad_registry_key(quoted: &str) -> String {
+    format!("ignoring registry key {quoted}: names are [A-Za-z0-9_-]+")
+}
+
+/// L14.
+pub fn entry_not_an_object(key: &str) -> String {
+    format!("session '{key}': its entry is not a JSON object - skipping")
+}
+
+/// L21: `status` is the `died` value as JSON.
+pub fn exited_with_status(name: &SessionName, status: &str) -> String {
+    format!(
+        "'{name}' exited with status {status}; its pane is kept for inspection, not restarted (agent-box-session restart {name} starts it again)"
+    )
+}
+
+/// L24: `lease` says what happened to its lease.
+pub fn vanished(name: &SessionName, lease: &str) -> String {
+    format!("'{name}' vanished: its pane ended without recording how (killed, reboot or out of memory); {lease}")
+}
+
+pub fn backoff_over(name: &SessionName) -> String {
+    format!("'{name}' backoff is over; starting it again")
+}
+
+pub fn keeps_exiting(name: &SessionName, streak: impl Display, at: &str) -> String {
+    format!("'{name}' keeps exiting ({streak} quick exits in a row); next start not before {at}")
+}
+
+pub fn backoff_reset(name: &SessionName) -> String {
+    format!("'{name}' has stayed up for 10 minutes; backoff reset")
+}
+
+pub fn lease_update_skipped(err: impl Display) -> String {
+    format!("lease update skipped: {err}")
+}
+
+// Starting a session (spawn.rs, adopt.rs, intent.rs, life.rs).
+
+/// L15.
+pub fn cannot_write(name: impl Display, path: impl Display, err: impl Display) -> String {
+    format!("session '{name}': cannot write {path} ({err})")
+}
+
+pub fn waiting(name: &SessionName, err: impl Display) -> String {
+    format!("{name} waiting: {err}")
+}
+
+pub fn codex_remote_control_ignored(name: &SessionName) -> String {
+    format!("session '{name}': codex remote control is not supported here; starting the codex TUI")
+}
+
+/// L6.
+pub fn agent_not_installed(name: &SessionName, agent: &str) -> String {
+    format!("session '{name}': agent '{agent}' is not installed - skipping")
+}
+
+pub fn entry_problem(name: &SessionName, problem: &str) -> String {
+    format!("session '{name}': {problem} - skipping")
+}
+
+pub fn cwd_unusable(name: &SessionName, dir: &str, home: &str) -> String {
+    format!("session '{name}': working directory '{dir}' is not usable; starting in {home}")
+}
+
+pub fn new_session_failed(name: &SessionName, reason: &str) -> String {
+    format!("session '{name}': tmux new-session failed: {reason}")
+}
+
+/// L20: `kind` is first start, respawn or resume; `lease` is `lease gen G` or `no lease`.
+pub fn started_pane(name: &SessionName, kind: &str, agent: &str, pid: &str, lease: &str) -> String {
+    format!("started '{name}' ({kind}, harness {agent}, pane pid {pid}, {lease})")
+}
+
+pub fn removed_while_starting(name: &SessionName) -> String {
+    format!("'{name}' was removed or stopped while it was starting; killed the new pane")
+}
+
+pub fn adopted_unrecorded(name: &SessionName, launch_id: &str) -> String {
+    format!(
+        "'{name}' was already running but its start was never recorded (a supervisor stopped mid-spawn); adopted it as launch {launch_id}"
+    )
+}
+
+// Sweeps (sweep.rs).
+
+pub fn reaped_parked(name: impl Display) -> String {
+    format!("reaped '{name}': a parked one-shot session whose pane is gone")
+}
+
+pub fn swept_lease(name: impl Display) -> String {
+    format!("swept the lease of '{name}': no longer listed")
+}
+
+pub fn swept_side_file(name: impl Display) -> String {
+    format!("swept the supervisor state of '{name}': no longer listed")
+}
+
+pub fn swept_filter(stem: impl Display) -> String {
+    format!("swept the claim filter of '{stem}': no longer listed")
+}
 
 /// The locked pre-check found the entry changed since the tick document (issue 17 row 10).
 pub fn changed_while_preparing(name: &SessionName) -> String {

@@ -4,8 +4,9 @@
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 
+use base::SessionName;
 use lease::LeaseDir;
-use registry::{ReadOutcome, SessionName, read};
+use registry::{ReadOutcome, read};
 
 use crate::config::Config;
 use crate::launch::{PrepareError, command_line, gen_argument, prepare, render_script};

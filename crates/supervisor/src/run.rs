@@ -6,6 +6,7 @@ use tmux::{Tmux, TmuxApi, WakeHook};
 
 use crate::config::Config;
 use crate::log::{Latch, Log};
+use crate::messages;
 use crate::supervisor::Supervisor;
 use crate::wake::{RegistryWatch, Signals, Sources, Wake, WakeFile, wait};
 
@@ -41,22 +42,16 @@ fn single_instance(config: &Config, body: fn(Config) -> Stop) -> Stop {
         Ok(stop) => stop,
         Err(registry::LockRefusal::TimedOut(_)) => {
             let pid = std::fs::read_to_string(&lock).ok().and_then(|t| t.trim().parse::<u32>().ok());
-            let who = pid
-                .map_or_else(|| "another agent-box-supervisor".to_owned(), |p| format!("agent-box-supervisor pid {p}"));
-            let stop_it = pid.map_or_else(String::new, |p| format!(", or kill {p}"));
-            Stop::AlreadyRunning(format!(
-                "not starting: {who} already serves registry {registry} (lock {}); stop it first (systemctl --user stop agent-box.service{stop_it})",
-                lock.display()
-            ))
+            Stop::AlreadyRunning(messages::already_running(pid, &registry, &lock))
         }
         // A registry directory the user cannot write (an admin-managed one, SV19) must not stop supervision: run
         // unguarded, and say so once.
         Err(err @ registry::LockRefusal::Open { .. }) => {
             let mut log = Log::stderr();
-            log.warn(&format!("cannot take the single-instance lock ({err}); running without it"));
+            log.warn(&messages::running_without_instance_lock(err));
             body(config.clone())
         }
-        Err(err) => Stop::Fatal(format!("cannot take the single-instance lock {}: {err}", lock.display())),
+        Err(err) => Stop::Fatal(messages::instance_lock_failed(&lock, err)),
     }
 }
 
@@ -66,7 +61,7 @@ fn start(config: Config, log: Log) -> Result<Supervisor, Stop> {
     if let Ok(Some((major, minor))) = tmux.version()
         && (major, minor) < (3, 2)
     {
-        return Err(Stop::TmuxTooOld(format!("tmux {major}.{minor} is too old: 3.2 or newer is required")));
+        return Err(Stop::TmuxTooOld(messages::tmux_too_old(major, minor)));
     }
     let mut supervisor = Supervisor::new(config, Box::new(tmux), log);
     supervisor.start_up();
@@ -99,7 +94,7 @@ pub fn run(config: Config) -> Stop {
 fn run_locked(config: Config) -> Stop {
     let signals = match Signals::install() {
         Ok(signals) => signals,
-        Err(err) => return Stop::Fatal(format!("cannot install signal handlers: {err}")),
+        Err(err) => return Stop::Fatal(messages::signal_handlers_failed(err)),
     };
     let mut supervisor = match start(config, Log::stderr()) {
         Ok(supervisor) => supervisor,
@@ -141,9 +136,7 @@ impl Watches {
         let hook = match WakeHook::for_file(&path) {
             Ok(hook) => Some(hook),
             Err(err) => {
-                supervisor.log_warn(&format!(
-                    "not installing the session-closed wake ({err}); a killed session is noticed at the next tick"
-                ));
+                supervisor.log_warn(&messages::wake_not_installed(err));
                 None
             }
         };
@@ -166,7 +159,7 @@ impl Watches {
             Err(err) => {
                 if self.registry_failed.raise() {
                     let dir = self.registry.dir().display().to_string();
-                    supervisor.log_warn(&format!("cannot watch {dir} for changes ({err}); polling every 2s"));
+                    supervisor.log_warn(&messages::cannot_watch_registry(&dir, err));
                 }
             }
         }
@@ -181,9 +174,7 @@ impl Watches {
             Err(err) => {
                 if self.closed_failed.raise() {
                     let file = self.closed.path().display().to_string();
-                    supervisor.log_warn(&format!(
-                        "cannot watch {file} for ended sessions ({err}); a killed session is noticed at the next tick"
-                    ));
+                    supervisor.log_warn(&messages::cannot_watch_closed(&file, err));
                 }
             }
         }
@@ -192,6 +183,6 @@ impl Watches {
 
 /// L18: a stop is announced, and says the sessions keep running, so a journal reader does not expect them gone.
 fn stop_on(supervisor: &mut Supervisor, signal: nix::sys::signal::Signal) -> Stop {
-    supervisor.log_line(&format!("{} received; exiting after this tick (sessions keep running)", signal.as_str()));
+    supervisor.log_line(&messages::signal_received(signal.as_str()));
     Stop::Done
 }

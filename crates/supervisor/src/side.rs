@@ -3,7 +3,8 @@
 use std::path::Path;
 
 pub use agent_box_types::side::SideFile;
-use registry::{is_uuid, write_atomic};
+use base::is_uuid;
+use registry::write_atomic;
 use serde_json::Value;
 
 /// Reading and writing the side file. The document type lives in `agent_box_types`; reading stays key by key, so

@@ -3,9 +3,10 @@
 
 use std::collections::BTreeSet;
 
+use base::SessionName;
 use registry::capacity::{Mode, admit, read_limit};
 use registry::store::read_for_write;
-use registry::{CapacityError, Document, Entry, RegistryLock, SessionName};
+use registry::{CapacityError, Document, Entry, RegistryLock};
 use serde_json::{Map, Value};
 use tmux::{NewSession, TmuxError};
 
@@ -51,7 +52,7 @@ impl Supervisor {
             None => true,
             Some(err) => {
                 if self.latches.waiting.raise(name.as_str()) {
-                    self.log.line(&format!("{name} waiting: {err}"));
+                    self.log.line(&messages::waiting(name, err));
                 }
                 false
             }
@@ -66,22 +67,20 @@ impl Supervisor {
                 self.latches.problem.clear(name.as_str());
                 self.note_cwd(name, prepared.cwd_fallback.as_deref());
                 if prepared.codex_remote_control_ignored && self.latches.codex_remote.insert(name.to_string()) {
-                    self.log.warn(&format!(
-                        "session '{name}': codex remote control is not supported here; starting the codex TUI"
-                    ));
+                    self.log.warn(&messages::codex_remote_control_ignored(name));
                 }
                 Some(prepared)
             }
             Err(PrepareError::NotInstalled(agent)) => {
                 if self.latches.not_installed.raise(name.as_str()) {
-                    self.log.warn(&format!("session '{name}': agent '{agent}' is not installed - skipping"));
+                    self.log.warn(&messages::agent_not_installed(name, &agent));
                     self.note_harness_missing(name, &agent, side);
                 }
                 None
             }
             Err(PrepareError::Fatal(problem)) => {
                 if self.latches.problem.raise(name.as_str()) {
-                    self.log.warn(&format!("session '{name}': {problem} - skipping"));
+                    self.log.warn(&messages::entry_problem(name, &problem));
                 }
                 None
             }
@@ -123,8 +122,7 @@ impl Supervisor {
         match fallback {
             Some(dir) if self.latches.cwd_unusable.raise(name.as_str()) => {
                 let home = self.config.paths.home().display().to_string();
-                self.log
-                    .warn(&format!("session '{name}': working directory '{dir}' is not usable; starting in {home}"));
+                self.log.warn(&messages::cwd_unusable(name, dir, &home));
             }
             Some(_) => {}
             None => self.latches.cwd_unusable.clear(name.as_str()),
@@ -196,7 +194,7 @@ impl Supervisor {
             Ok(()) => true,
             Err(err) => {
                 if self.latches.write_failed.raise(name.as_str()) {
-                    self.log.error(&format!("session '{name}': cannot write {} ({err})", launch_file.display()));
+                    self.log.error(&messages::cannot_write(name, launch_file.display(), err));
                 }
                 false
             }
@@ -230,7 +228,7 @@ impl Supervisor {
             return;
         }
         if self.latches.spawn_failed.raise(name.as_str()) {
-            self.log.error(&format!("session '{name}': tmux new-session failed: {}", err.reason()));
+            self.log.error(&messages::new_session_failed(name, &err.reason()));
         }
     }
 
@@ -244,7 +242,7 @@ impl Supervisor {
         let pid = pane_pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
         let lease = lease_gen.map_or_else(|| "no lease".to_owned(), |g| format!("lease gen {g}"));
         let (name, agent) = (&prepared.name, &prepared.harness.agent);
-        self.log.line(&format!("started '{name}' ({kind}, harness {agent}, pane pid {pid}, {lease})"));
+        self.log.line(&messages::started_pane(name, kind, agent, &pid, &lease));
     }
 
     /// Steps 6 and 9: post-check and memory; false when the post-check killed the new pane. The side file, the
@@ -254,7 +252,7 @@ impl Supervisor {
         let Ok(fresh) = read_for_write(guard.registry()) else { return true };
         if fresh.entry(name.as_str()).is_none_or(|e| e.stopped()) {
             let _ = self.tmux.kill_session(name);
-            self.log.warn(&format!("'{name}' was removed or stopped while it was starting; killed the new pane"));
+            self.log.warn(&messages::removed_while_starting(name));
             return false;
         }
         let memory = self.memory.entry(name.to_string()).or_default();
@@ -273,7 +271,7 @@ impl Supervisor {
             Ok(()) => self.latches.write_failed.clear(name.as_str()),
             Err(err) => {
                 if self.latches.write_failed.raise(name.as_str()) {
-                    self.log.error(&format!("session '{name}': cannot write {} ({err})", path.display()));
+                    self.log.error(&messages::cannot_write(name, path.display(), err));
                 }
             }
         }
@@ -306,7 +304,7 @@ impl Supervisor {
             let listed = read_for_write(guard.registry()).is_ok_and(|doc| doc.contains(name.as_str()));
             if listed {
                 let mut side = SideFile::read(&path);
-                side.backoff_until = Some(registry::time::format_iso(until));
+                side.backoff_until = Some(base::time::format_iso(until));
                 side.quick_exits = Some(u64::from(streak));
                 me.record_side_file(name, &side);
             }

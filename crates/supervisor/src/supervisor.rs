@@ -3,14 +3,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use base::SessionName;
 use lease::{Expect, HookLog, LeaseDir, RefusalRecord};
-use registry::{Document, Entry, HealLatches, SessionName, self_heal};
+use registry::{Document, Entry, HealLatches, self_heal};
 use tmux::{Snapshot, TmuxApi, TmuxError, WakeHook};
 
 use crate::backoff::{Absence, Backoff};
 use crate::config::Config;
 use crate::decide::{Action, Seen, decide, needs_launch_state};
 use crate::log::{Latch, Log, NameLatches};
+use crate::messages;
 use crate::side::{SideFile, SideFileIo};
 
 /// How long after a quarantine this process pauses lease sweeps (SUP-10.2).
@@ -116,7 +118,7 @@ impl Supervisor {
             hook_log,
             refusals,
             log,
-            clock: registry::time::now_epoch,
+            clock: base::time::now_epoch,
             heal: HealLatches::default(),
             latches: Latches::default(),
             memory: BTreeMap::new(),
@@ -160,7 +162,7 @@ impl Supervisor {
     pub fn log_started(&mut self) {
         let (socket, dir) = (self.config.tmux.socket.clone(), self.config.tmux.socket_dir.display().to_string());
         let registry = self.config.paths.registry().display().to_string();
-        self.log.line(&format!("started (tmux socket {socket} in {dir}, registry {registry})"));
+        self.log.line(&messages::started(&socket, &dir, &registry));
     }
 
     /// Start-up steps 4–6 of §2: self-heal with the seed, `~/worktrees`, orphan filters, side-directory temps.
@@ -204,7 +206,7 @@ impl Supervisor {
             Ok(taken) => {
                 // Both streaks end here; `|` (not `||`) clears both latches.
                 if self.latches.tmux_down.clear() | self.latches.server_absent.clear() {
-                    self.log.line("tmux is reachable again");
+                    self.log.line(messages::TMUX_REACHABLE_AGAIN);
                 }
                 let snapshot: BTreeSet<String> = taken.sessions.into_iter().collect();
                 self.note_server(taken.server_pid, snapshot.is_empty());
@@ -213,17 +215,14 @@ impl Supervisor {
             }
             Err(TmuxError::NoServer | TmuxError::SocketDirMissing(_)) if self.config.external_server => {
                 if self.latches.server_absent.raise() {
-                    self.log.warn("tmux server is not running; its unit starts it — waiting");
+                    self.log.warn(messages::TMUX_SERVER_ABSENT);
                 }
                 None
             }
             Err(err) => {
                 // L2, once per streak: every tick retries, so repeating the line would only flood the journal.
                 if self.latches.tmux_down.raise() {
-                    self.log.error(&format!(
-                        "cannot reach tmux ({}); no session can be started or checked; retrying every tick",
-                        err.reason()
-                    ));
+                    self.log.error(&messages::tmux_unreachable(&err.reason()));
                 }
                 None
             }
@@ -244,12 +243,10 @@ impl Supervisor {
         let changed = matches!((self.previous_server_pid, pid), (Some(old), Some(new)) if old != new);
         if changed && empty && self.previous_managed >= 2 {
             let lost = self.previous_managed;
-            self.log.warn(&format!(
-                "all {lost} managed sessions disappeared at once (tmux server restarted?); respawning them"
-            ));
+            self.log.warn(&messages::all_sessions_disappeared(lost));
         } else if changed {
             let (old, new) = (self.previous_server_pid.unwrap_or_default(), pid.unwrap_or_default());
-            self.log.line(&format!("the tmux server changed (pid {old}, now {new})"));
+            self.log.line(&messages::server_changed(old, new));
         }
         if pid.is_some() {
             self.previous_server_pid = pid;
@@ -268,10 +265,7 @@ impl Supervisor {
             Ok(()) => self.wake_installed_on = Some(pid),
             Err(err @ TmuxError::Failed { .. }) => {
                 self.wake_installed_on = Some(pid);
-                self.log.warn(&format!(
-                    "tmux did not accept the session-closed hook ({}); a killed session is noticed at the next tick",
-                    err.reason()
-                ));
+                self.log.warn(&messages::wake_hook_refused(&err.reason()));
             }
             // Could not ask (the server went away, a timeout): the next tick tries again.
             Err(_) => {}
@@ -304,7 +298,8 @@ impl Supervisor {
     ) -> Option<R> {
         let registry = self.config.paths.registry().to_path_buf();
         let wait = self.config.lock_wait;
-        match registry::with_lock_ignoring_inherited(&registry, wait, |guard| section(self, tick, guard)) {
+        match registry::with_lock(&registry, wait, registry::LockPolicy::SUPERVISOR, |guard| section(self, tick, guard))
+        {
             Ok(result) => Some(result),
             Err(err) => {
                 self.note_lock_refused(tick, &err);
@@ -320,7 +315,7 @@ impl Supervisor {
                 registry::RegistryError::LockRefused { reason, .. } => reason.to_string(),
                 other => other.to_string(),
             };
-            self.log.warn(&format!("registry lock not obtained ({reason}); no session started or reaped this tick"));
+            self.log.warn(&messages::lock_not_obtained(&reason));
         }
     }
 
@@ -375,10 +370,10 @@ impl Supervisor {
         if !key_valid {
             if self.latches.bad_keys.insert(key.to_owned()) {
                 let quoted = serde_json::to_string(key).unwrap_or_default();
-                self.log.warn(&format!("ignoring registry key {quoted}: names are [A-Za-z0-9_-]+"));
+                self.log.warn(&messages::bad_registry_key(&quoted));
             }
         } else if self.latches.problem.raise(key) {
-            self.log.warn(&format!("session '{key}': its entry is not a JSON object - skipping"));
+            self.log.warn(&messages::entry_not_an_object(key));
         }
     }
 
@@ -408,9 +403,7 @@ impl Supervisor {
             return;
         }
         let status = entry.died().map(|d| serde_json::to_string(d).unwrap_or_default()).unwrap_or_default();
-        self.log.warn(&format!(
-            "'{name}' exited with status {status}; its pane is kept for inspection, not restarted (agent-box-session restart {name} starts it again)"
-        ));
+        self.log.warn(&messages::exited_with_status(name, &status));
     }
 
     /// SUP-8.1: once per absence, before backoff and admission; L24 says what was observed and done.
@@ -421,7 +414,7 @@ impl Supervisor {
         }
         let lease = match self.leases.note_absence(name, &expect_of(side)) {
             Ok(lease::Changed::Restarted) => {
-                self.log.line(&crate::messages::restarted_by_operator(name));
+                self.log.line(&messages::restarted_by_operator(name));
                 return;
             }
             Ok(lease::Changed::Written) => "its lease is marked vanished",
@@ -432,9 +425,7 @@ impl Supervisor {
                 "its lease could not be marked"
             }
         };
-        self.log.warn(&format!(
-            "'{name}' vanished: its pane ended without recording how (killed, reboot or out of memory); {lease}"
-        ));
+        self.log.warn(&messages::vanished(name, lease));
     }
 
     /// SUP-9.1: the first tick that finds our pane absent counts the exit; later ticks wait for `not_before`.
@@ -444,16 +435,14 @@ impl Supervisor {
         if record.absence_counted {
             let may = record.may_start(tick.now);
             if may && std::mem::take(&mut memory.backing_off) {
-                self.log.line(&format!("'{name}' backoff is over; starting it again"));
+                self.log.line(&messages::backoff_over(name));
             }
             return may;
         }
         if let Absence::Delayed { until, streak, announce } = record.count_absence(tick.now) {
             if announce {
-                let at = registry::time::format_iso(until);
-                self.log.warn(&format!(
-                    "'{name}' keeps exiting ({streak} quick exits in a row); next start not before {at}"
-                ));
+                let at = base::time::format_iso(until);
+                self.log.warn(&messages::keeps_exiting(name, streak, &at));
             }
             self.note_backoff(tick, name, until, streak);
             if let Some(memory) = self.memory.get_mut(name.as_str()) {
@@ -471,7 +460,7 @@ impl Supervisor {
             .and_then(|m| m.backoff.as_mut())
             .is_some_and(|r| r.graduate_if_stable(now));
         if graduated {
-            self.log.line(&format!("'{name}' has stayed up for 10 minutes; backoff reset"));
+            self.log.line(&messages::backoff_reset(name));
         }
         if let Some(memory) = self.memory.get_mut(name.as_str()) {
             memory.vanished_marked = false;
@@ -515,7 +504,7 @@ impl Supervisor {
 
     pub(crate) fn warn_lease(&mut self, err: &lease::LeaseError) {
         if self.latches.lease_trouble.raise() {
-            self.log.warn(&format!("lease update skipped: {err}"));
+            self.log.warn(&messages::lease_update_skipped(err));
         }
     }
 }

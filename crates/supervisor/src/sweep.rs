@@ -4,9 +4,10 @@ use std::fs;
 use std::path::Path;
 use std::time::UNIX_EPOCH;
 
+use base::SessionName;
 use lease::{EndHow, Expect, ListedNames};
 use registry::store::{read_for_write, write_document};
-use registry::{Document, RegistryLock, SessionName};
+use registry::{Document, RegistryLock};
 
 use crate::side::{SideFile, SideFileIo};
 use crate::supervisor::{QUARANTINE_SWEEP_PAUSE_SECS, Supervisor, Tick};
@@ -33,7 +34,7 @@ impl Supervisor {
         }
         for name in &reaped {
             doc.remove(name);
-            self.log.line(&format!("reaped '{name}': a parked one-shot session whose pane is gone"));
+            self.log.line(&crate::messages::reaped_parked(name));
             if let Err(err) = self.leases.finish(name, &EndHow::Reaped, &Expect::Any, Some(&self.hook_log)) {
                 self.warn_lease(&err);
             }
@@ -49,7 +50,7 @@ impl Supervisor {
             let listed = ListedNames::from_document(doc).without(&tick.reaped);
             let report = self.leases.sweep(&listed, Some(&self.hook_log));
             for name in &report.swept {
-                self.log.line(&format!("swept the lease of '{name}': no longer listed"));
+                self.log.line(&crate::messages::swept_lease(name));
             }
             if let Some(err) = report.error {
                 self.warn_lease(&err);
@@ -81,7 +82,7 @@ impl Supervisor {
             }
         }
         for name in swept {
-            self.log.line(&format!("swept the supervisor state of '{name}': no longer listed"));
+            self.log.line(&crate::messages::swept_side_file(name));
         }
     }
 
@@ -113,7 +114,7 @@ impl Supervisor {
             match age_secs(&entry.path(), now) {
                 Some(age) if age >= FILTER_GRACE_SECS => {
                     if fs::remove_file(entry.path()).is_ok() {
-                        self.log.line(&format!("swept the claim filter of '{stem}': no longer listed"));
+                        self.log.line(&crate::messages::swept_filter(stem));
                     }
                 }
                 _ => {

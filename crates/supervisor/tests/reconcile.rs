@@ -6,7 +6,6 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::{Mutex, MutexGuard};
 
 use agent_box_tests::fake_tmux::FakeTmux;
 use serde_json::json;
@@ -14,14 +13,9 @@ use supervisor::Supervisor;
 use supervisor::config::Config;
 use supervisor::log::Log;
 
-/// The registry lock is one per process (a second section in the same process is refused as `AlreadyHeld`), so
-/// worlds whose ticks take it run one at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
 struct World {
     dir: tempfile::TempDir,
     fake: FakeTmux,
-    _turn: MutexGuard<'static, ()>,
 }
 
 impl World {
@@ -31,8 +25,7 @@ impl World {
         fs::create_dir_all(home.join(".config/agent-box")).unwrap();
         fs::write(home.join(".config/agent-box/sessions.json"), registry).unwrap();
         fs::write(dir.path().join("limit"), "8").unwrap();
-        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        Self { dir, fake: FakeTmux::default(), _turn: turn }
+        Self { dir, fake: FakeTmux::default() }
     }
     fn home(&self) -> PathBuf {
         self.dir.path().join("home")
@@ -194,7 +187,7 @@ fn sup_2_6a_unrecorded_live_panes_are_adopted_once_at_start_up() {
     world.live_pane("e", Some("not-a-uuid"));
     world.side_file("c", &format!(r#"{{"launchSessionId":"{LAUNCH_C}"}}"#));
     let leases = lease::LeaseDir::new(world.home().join(".local/state/agent-box/lease"));
-    let lease_gen = leases.create(&registry::SessionName::parse("a").unwrap(), "github:x/y", None, None).unwrap();
+    let lease_gen = leases.create(&base::SessionName::parse("a").unwrap(), "github:x/y", None, None).unwrap();
     let mut supervisor = world.supervisor();
     supervisor.tick();
     let doc: serde_json::Value = serde_json::from_slice(&fs::read(world.registry()).unwrap()).unwrap();
@@ -246,19 +239,6 @@ fn the_wake_is_installed_once_per_server() {
     assert_eq!(World::lines_with(&supervisor, "tmux did not accept the session-closed hook (invalid option"), 1);
 }
 
-/// Ticks until `done` holds. Another test thread of this binary may hold the process-wide registry guard, which
-/// refuses a tick's locked sections at once; the bound is a liveness check, not a timing.
-fn tick_until(supervisor: &mut Supervisor, mut done: impl FnMut() -> bool) {
-    for _ in 0..500 {
-        supervisor.tick();
-        if done() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("still not done after 500 ticks: {:?}", supervisor.log().lines());
-}
-
 #[test]
 fn up_3_1_an_external_server_that_is_down_is_waited_for_with_one_line_and_nothing_done() {
     let world = World::new(
@@ -275,7 +255,8 @@ fn up_3_1_an_external_server_that_is_down_is_waited_for_with_one_line_and_nothin
     assert!(fs::read_to_string(world.registry()).unwrap().contains("\"r\""), "no reap while the server is down");
 
     world.fake.state().unreachable = None;
-    tick_until(&mut supervisor, || world.fake.calls("new a") == 1);
+    supervisor.tick();
+    assert_eq!(world.fake.calls("new a"), 1, "{:?}", supervisor.log().lines());
     assert_eq!(World::lines_with(&supervisor, "tmux is reachable again"), 1);
     world.fake.state().unreachable = Some(tmux::TmuxError::SocketDirMissing(world.home()));
     supervisor.tick();
@@ -303,7 +284,8 @@ fn up_3_2_every_new_session_carries_the_unit_variables_after_the_pane_s_own() {
         ("PATH".to_owned(), "/new/bin:/usr/bin".to_owned()),
     ];
     supervisor = Supervisor::new(config, Box::new(world.fake.clone()), Log::capturing());
-    tick_until(&mut supervisor, || world.fake.calls("new a") == 1);
+    supervisor.tick();
+    assert_eq!(world.fake.calls("new a"), 1, "{:?}", supervisor.log().lines());
     let started = world.fake.state().started.clone();
     let env: Vec<(&str, &str)> = started[0].env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     assert_eq!(env.len(), 3, "{env:?}");
@@ -429,7 +411,7 @@ fn an_entry_without_a_life_beside_another_lifes_side_file_is_a_new_life() {
     world.supervisor().tick();
     let doc: serde_json::Value = serde_json::from_slice(&fs::read(world.registry()).unwrap()).unwrap();
     let life = doc["sessions"]["z"]["life"].as_str().unwrap().to_owned();
-    assert!(registry::is_uuid(&life) && life != LIFE_Z, "{life}");
+    assert!(base::is_uuid(&life) && life != LIFE_Z, "{life}");
     let started = world.fake.state().started.clone();
     let request = started.first().expect("started");
     let id = request.env.iter().find(|(k, _)| k == "AGENT_BOX_SESSION_ID").map(|(_, v)| v.clone());
@@ -443,7 +425,7 @@ fn an_entry_without_a_life_beside_another_lifes_side_file_is_a_new_life() {
 fn an_orphaned_lease_is_never_taken_over_by_a_new_entry() {
     let world = World::new(r#"{"version":1,"sessions":{"hook-z":{"agent":"tool"}}}"#);
     let leases = lease::LeaseDir::new(world.home().join(".local/state/agent-box/lease"));
-    let name = registry::SessionName::parse("hook-z").unwrap();
+    let name = base::SessionName::parse("hook-z").unwrap();
     let old = leases.create(&name, "github:x/y", None, None).unwrap();
     leases.mark_orphaned(&name, &old).unwrap();
     world.supervisor().tick();

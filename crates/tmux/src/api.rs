@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use registry::SessionName;
+use base::SessionName;
 
 use crate::error::TmuxError;
 use crate::hook::WakeHook;

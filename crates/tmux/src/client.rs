@@ -7,7 +7,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use registry::SessionName;
+use base::SessionName;
 
 use crate::api::{Killed, NewSession, Snapshot, TmuxApi};
 use crate::commands;

@@ -2,7 +2,7 @@
 
 use std::ffi::{OsStr, OsString};
 
-use registry::SessionName;
+use base::SessionName;
 
 use crate::api::NewSession;
 use crate::config::TmuxConfig;

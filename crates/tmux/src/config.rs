@@ -133,7 +133,7 @@ pub fn socket_dir_candidates(user: &str, uid: u32) -> [PathBuf; 2] {
 
 /// Steps 2–4 of the module documentation; `is_dir` is injected so the order can be tested.
 fn default_socket_dir(user: &str, uid: u32, is_dir: impl Fn(&Path) -> bool) -> Result<PathBuf, TmuxError> {
-    if !registry::paths::is_usable_user(user) {
+    if !base::name::is_usable_user(user) {
         return Err(TmuxError::BadUser(user.to_owned()));
     }
     let [system, user_unit] = socket_dir_candidates(user, uid);

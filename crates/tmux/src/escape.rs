@@ -3,7 +3,7 @@
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
-use registry::SessionName;
+use base::SessionName;
 
 /// Doubles every `#`, so tmux's format expansion yields the text unchanged and never runs a `#(…)` command.
 pub fn escape_format(text: &OsStr) -> OsString {

@@ -3,7 +3,7 @@
 //! inotify, so a killed pane is noticed at once instead of at the next 2 s tick.
 //!
 //! The hook is `set-hook -g session-closed[4242] VALUE` with VALUE the tmux command
-//! `run-shell -b "<S>"`, where S is this POSIX sh command (P = the wake file, quoted by `registry::quote`):
+//! `run-shell -b "<S>"`, where S is this POSIX sh command (P = the wake file, quoted by `base::quote`):
 //!
 //! ```text
 //! exec >/dev/null 2>&1; [ -f P ] && true >>P; exit 0
@@ -77,7 +77,7 @@ impl WakeHook {
 
 /// S: append nothing to the file, silently, with exit status 0 whatever happened.
 pub(crate) fn shell_command(path: &[u8]) -> Vec<u8> {
-    let quoted = registry::quote::quote(path);
+    let quoted = base::quote::quote(path);
     let mut command = b"exec >/dev/null 2>&1; [ -f ".to_vec();
     command.extend_from_slice(&quoted);
     command.extend_from_slice(b" ] && true >>");

@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use agent_box_tests::wait_until;
-use registry::SessionName;
+use base::SessionName;
 use tmux::{Killed, NewSession, Tmux, TmuxApi, TmuxConfig, TmuxError};
 
 static NEXT_SANDBOX: AtomicUsize = AtomicUsize::new(1);

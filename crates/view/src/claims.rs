@@ -3,7 +3,8 @@
 //! created. The model is the report's own type, [`agent_box_types::report::Claims`].
 
 pub use agent_box_types::report::{Claims, FilterStatus, Topic};
-use registry::{Paths, SessionName};
+use base::SessionName;
+use registry::Paths;
 use serde_json::{Map, Value};
 
 use crate::text::{folded_note, visible};

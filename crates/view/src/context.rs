@@ -117,7 +117,7 @@ pub enum KillResult {
 }
 
 impl Context {
-    pub fn kill(&self, name: &registry::SessionName) -> KillResult {
+    pub fn kill(&self, name: &base::SessionName) -> KillResult {
         match self.tmux.kill_session(name) {
             Ok(tmux::Killed::Yes) => KillResult::Killed,
             Ok(tmux::Killed::AlreadyGone) => KillResult::AlreadyGone,

@@ -1,49 +1,33 @@
 //! The `ls` listing as a model (50-session-cli §4): every registry entry in file order, then the unmanaged live
-//! names, each with the state the operator needs. Rows hold raw values; the session CLI renders them.
+//! names, each with the state the operator needs. The rows are the report's own type
+//! ([`agent_box_types::report::LsSession`]) holding raw values; the session CLI renders them as text or JSON.
 
-use agent_box_types::report::SessionState;
+use agent_box_types::report::{LsSession, SessionState};
 use registry::{Document, Entry};
 use serde_json::Value;
 
 use crate::context::Context;
-use crate::read::{self, Backoff};
-
-/// One row of the listing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    pub name: String,
-    pub listed: bool,
-    pub state: SessionState,
-    pub harness: Option<String>,
-    pub stopped: bool,
-    pub died: Option<Value>,
-    pub ephemeral: bool,
-    pub origin: Option<String>,
-    pub working_directory: Option<String>,
-    pub unresolved: Option<String>,
-    pub backoff: Option<Backoff>,
-    /// A `starting` entry whose harness the supervisor could not find (issue 11).
-    pub harness_missing: Option<String>,
-}
+use crate::read;
 
 /// The rows of a registry `doc` and a live set `live` (tmux order) at time `now`.
-pub fn rows(ctx: &Context, doc: &Document, live: &[String], now: i64) -> Vec<Row> {
+pub fn rows(ctx: &Context, doc: &Document, live: &[String], now: i64) -> Vec<LsSession> {
     let is_live = |name: &str| live.iter().any(|l| l == name);
-    let mut rows: Vec<Row> =
+    let mut rows: Vec<LsSession> =
         doc.names().map(|name| listed_row(ctx, doc.entry(name), name, is_live(name), now)).collect();
     rows.extend(live.iter().filter(|name| !doc.contains(name)).map(|name| unmanaged_row(name)));
     rows
 }
 
-fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, now: i64) -> Row {
+fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, now: i64) -> LsSession {
     let stopped = entry.is_some_and(|e| e.stopped());
     let died = entry.and_then(|e| e.died()).cloned();
     let state = listed_state(stopped, died.is_some(), live);
     let starting = state == SessionState::Starting;
-    let backoff = if starting { read::backoff(&ctx.paths, name, now) } else { None };
+    // The side file's value verbatim, and only while it is a time later than now (what the text row shows).
+    let backoff_until = if starting { read::backoff(&ctx.paths, name, now).map(|b| b.raw) } else { None };
     let harness = entry.and_then(|e| e.agent()).map(str::to_owned);
     let harness_missing = if starting { read::harness_missing(&ctx.paths, name, harness.as_deref()) } else { None };
-    Row {
+    LsSession {
         name: name.to_owned(),
         listed: true,
         state,
@@ -55,7 +39,7 @@ fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, n
         origin: entry.and_then(|e| e.origin()).map(str::to_owned),
         working_directory: entry.and_then(|e| e.get("workingDirectory")).and_then(Value::as_str).map(str::to_owned),
         unresolved: read::unresolved_outcome(&ctx.paths, name),
-        backoff,
+        backoff_until,
     }
 }
 
@@ -70,8 +54,8 @@ pub fn listed_state(stopped: bool, died: bool, live: bool) -> SessionState {
 }
 
 /// A live session the registry does not list.
-pub fn unmanaged_row(name: &str) -> Row {
-    Row {
+pub fn unmanaged_row(name: &str) -> LsSession {
+    LsSession {
         name: name.to_owned(),
         listed: false,
         state: SessionState::Unmanaged,
@@ -82,7 +66,7 @@ pub fn unmanaged_row(name: &str) -> Row {
         origin: None,
         working_directory: None,
         unresolved: None,
-        backoff: None,
+        backoff_until: None,
         harness_missing: None,
     }
 }

@@ -1,12 +1,11 @@
 //! The peers report (50-session-cli §5): who else is live on this box, on what, and what each one claims, and
 //! its text. It never locks (it once ran inside another writer's critical section) and creates nothing. The
 //! session CLI prints it (`peers`); agent-box-webhook-spawn puts its text into a hook session's prompt through
-//! [`report_text`].
+//! [`report_text`]. Each row is the report's own type, [`agent_box_types::report::Peer`].
 
-use agent_box_types::report::RegistryStatus;
-use serde_json::Value;
+use agent_box_types::report::{Peer, PeerKind, RegistryStatus};
 
-use crate::claims::{self, Claims};
+use crate::claims;
 use crate::context::Context;
 use crate::read::{self, RegistryView};
 use crate::text::{compact, visible};
@@ -37,26 +36,6 @@ pub struct Report {
     pub peers: Vec<Peer>,
 }
 
-/// One live session other than the caller.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Peer {
-    pub name: String,
-    pub listed: bool,
-    pub harness: Option<String>,
-    /// `.workingDirectory` when a non-empty string.
-    pub working_directory: Option<String>,
-    pub died: Option<Value>,
-    pub unresolved: Option<String>,
-    pub claims: Claims,
-}
-
-impl Peer {
-    /// A session a dispatch started (`hook-*`).
-    pub fn dispatched(&self) -> bool {
-        self.name.starts_with("hook-")
-    }
-}
-
 /// Reads the live set first, so that "could not ask" never turns into "nobody is live" (§5.1).
 pub fn collect(ctx: &Context, exclude: Option<&str>) -> Result<Report, String> {
     let live = ctx.live_set()?;
@@ -73,8 +52,11 @@ pub fn collect(ctx: &Context, exclude: Option<&str>) -> Result<Report, String> {
 
 fn peer(ctx: &Context, registry: &RegistryView, name: &str) -> Peer {
     let entry = registry.doc.entry(name);
+    // A session a dispatch started is named `hook-*`.
+    let kind = if name.starts_with("hook-") { PeerKind::Dispatched } else { PeerKind::Interactive };
     Peer {
         name: name.to_owned(),
+        kind,
         listed: registry.lists(name),
         harness: entry.and_then(|e| e.agent()).map(str::to_owned),
         working_directory: entry.and_then(|e| e.working_directory()).map(str::to_owned),
@@ -135,7 +117,10 @@ pub fn render_text(peers: &[Peer]) -> String {
 /// One row of §5.3, control characters shown as `?`.
 pub fn row_text(peer: &Peer) -> String {
     let harness = peer.harness.as_deref().map_or_else(|| "harness unknown".to_owned(), visible);
-    let kind = if peer.dispatched() { "dispatched (hook session)" } else { "interactive" };
+    let kind = match peer.kind {
+        PeerKind::Dispatched => "dispatched (hook session)",
+        PeerKind::Interactive => "interactive",
+    };
     let cwd = match (&peer.working_directory, peer.listed) {
         (Some(cwd), _) => visible(cwd),
         (None, true) => "$HOME (its default)".to_owned(),
@@ -221,6 +206,7 @@ To see what one is doing, read its pane (tmux -L agent-box capture-pane -pt NAME
     fn unmanaged_rows_and_hostile_values_are_shown_safely() {
         let peer = Peer {
             name: "x\u{1b}y".into(),
+            kind: PeerKind::Interactive,
             listed: false,
             harness: None,
             working_directory: None,

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use agent_box_types::report::RegistryStatus;
-use registry::{Document, Paths, ReadOutcome, SessionName};
+use base::SessionName;
+use registry::{Document, Paths, ReadOutcome};
 use serde_json::Value;
 
 /// The registry as a read-only view sees it: a document (empty unless valid), and why it could not be used. The
@@ -66,7 +67,7 @@ pub fn backoff(paths: &Paths, name: &str, now: i64) -> Option<Backoff> {
 pub fn backoff_in(side_file: &[u8], now: i64) -> Option<Backoff> {
     let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(side_file) else { return None };
     let raw = map.get("backoffUntil")?.as_str()?;
-    let until = registry::time::parse_iso(raw)?;
+    let until = base::time::parse_iso(raw)?;
     (until > now).then(|| Backoff { raw: raw.to_owned(), until })
 }
 
@@ -113,7 +114,7 @@ mod tests {
 
     #[test]
     fn a_future_backoff_is_kept_verbatim_and_a_past_or_odd_one_is_ignored() {
-        let now = registry::time::parse_iso("2026-11-29T14:00:00Z").unwrap();
+        let now = base::time::parse_iso("2026-11-29T14:00:00Z").unwrap();
         let future = br#"{"launchSessionId":"x","backoffUntil":"2026-11-29T14:03:11Z","quickExits":3}"#;
         assert_eq!(backoff_in(future, now), Some(Backoff { raw: "2026-11-29T14:03:11Z".into(), until: now + 191 }));
         assert_eq!(backoff_in(br#"{"backoffUntil":"2026-11-29T13:59:59Z"}"#, now), None);

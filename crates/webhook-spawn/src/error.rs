@@ -1,7 +1,7 @@
 //! Why a spawn added no session (60-webhook-spawn §8, §11): each error knows its exit code and the stderr lines
 //! that report it; `main` prints them after the spawn's warnings.
 
-use registry::exit;
+use base::exit;
 
 use crate::messages;
 

@@ -84,7 +84,7 @@ pub fn check_hook_name(data: &[u8]) {
     let clean = sanitised(data);
     let Some(name) = mint(&clean, |_| false) else { panic!("no name for a free registry") };
     let name = name.as_str();
-    assert!(registry::SessionName::parse_new(name).is_ok() && name.len() <= 150, "{name}");
+    assert!(base::SessionName::parse_new(name).is_ok() && name.len() <= 150, "{name}");
     let hex =
         |text: &str, len: usize| text.len() == len && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     let Some(rest) = name.strip_prefix("hook-") else { panic!("{name} lacks the hook- prefix") };

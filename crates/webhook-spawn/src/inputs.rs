@@ -96,7 +96,7 @@ pub fn extra_args(raw: Option<&str>) -> (Vec<String>, bool) {
 /// The harness (§3.3): W12 when unset or not a name, W13 when not installed; both exit 2.
 pub fn harness(default_agent: Option<&str>, agents: Option<&str>) -> Result<String, String> {
     let harness = default_agent.map(str::trim).filter(|h| !h.is_empty()).ok_or(messages::NO_HARNESS.to_owned())?;
-    if !harness.bytes().all(registry::name::is_name_byte) {
+    if !harness.bytes().all(base::name::is_name_byte) {
         return Err(messages::NO_HARNESS.to_owned());
     }
     if let Some(agents) = agents.filter(|a| !a.trim().is_empty())

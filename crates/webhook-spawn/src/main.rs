@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use base::exit;
 use clap::Parser;
-use registry::exit;
 use webhook_spawn::cli::Cli;
 use webhook_spawn::error::SpawnError;
 use webhook_spawn::messages::{PREFIX, RESOLVED_PROFILE};

@@ -1,8 +1,8 @@
 //! The session name of a batch (60-webhook-spawn §5): `hook-<sanitised key>-<4 hex>`, or `hook-<8 hex>` for a key
 //! that does not fit, redrawn under the lock while it is taken.
 
+use base::SessionName;
 use rand::RngExt;
-use registry::SessionName;
 
 /// Draws before giving up (W17).
 pub const DRAWS: usize = 16;
@@ -12,7 +12,7 @@ pub fn sanitised(key: &[u8]) -> String {
     if key.is_empty() {
         return "event".to_owned();
     }
-    key.iter().map(|b| if registry::name::is_name_byte(*b) { char::from(*b) } else { '-' }).collect()
+    key.iter().map(|b| if base::name::is_name_byte(*b) { char::from(*b) } else { '-' }).collect()
 }
 
 /// True when `hook-<sanitised>-XXXX` would exceed 150 characters (the sanitised key is over 140).

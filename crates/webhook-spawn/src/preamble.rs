@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use registry::quote::quote_arg;
+use base::quote::quote_arg;
 use serde_json::Value;
 
 use crate::error::SpawnError;

@@ -5,9 +5,10 @@ use std::ffi::OsString;
 use std::io::Read;
 
 use agent_box_types::filter::{FilterSeed, SeededTopic};
+use base::{SessionName, new_uuid_v4};
 use lease::{EndHow, HookLog, LeaseDir, RefusalRecord, SpawnRecord};
 use registry::store::{read_for_write, write_document};
-use registry::{CapacityError, NewEntry, RegistryError, RegistryLock, SessionName, new_entry, new_uuid_v4};
+use registry::{CapacityError, NewEntry, RegistryError, RegistryLock, new_entry};
 use view::Context;
 
 use crate::claim::{Meta, note, parse_meta, predicate};
@@ -59,9 +60,11 @@ pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read, out
         Err(Stop::Usage(text)) => return Err(SpawnError::Usage(text)),
         Err(Stop::Refused(refusal)) => return Err(defer(&ctx, env, refusal)),
     };
-    let added = registry::with_lock(&ctx.paths, ctx.lock_wait, |guard| critical_section(&ctx, guard, &plan, out))
-        .map_err(|e| Refusal::because(e.to_string()))
-        .and_then(|added| added);
+    let added = registry::with_lock(ctx.paths.registry(), ctx.lock_wait, registry::LockPolicy::FRONT_END, |guard| {
+        critical_section(&ctx, guard, &plan, out)
+    })
+    .map_err(|e| Refusal::because(e.to_string()))
+    .and_then(|added| added);
     match added {
         Ok(name) => {
             if too_long(&sanitised(&plan.batch.key)) {
@@ -179,7 +182,7 @@ fn admit(ctx: &Context, doc: &registry::Document, name: &SessionName) -> Result<
 /// Step 10: the claim filter (§6.1); false (after W7) when it could not be written.
 fn write_filter(path: &std::path::Path, plan: &Plan, out: &mut Out) -> bool {
     let own_prose = format!("{}:{}", plan.batch.source, plan.batch.key_prose());
-    let stamp = registry::time::format_iso_millis(registry::time::now_epoch());
+    let stamp = base::time::format_iso_millis(base::time::now_epoch());
     let topic = SeededTopic {
         topic: plan.batch.own(),
         note: note(plan.meta.as_ref(), &plan.batch.key_prose(), &own_prose, &prose(&plan.batch.event, 64)),
@@ -224,20 +227,13 @@ fn prompt(plan: &Plan, name: &SessionName, seeded: bool) -> String {
 fn build_entry(plan: &Plan, prompt: &str, life: &str) -> serde_json::Map<String, serde_json::Value> {
     let id = new_uuid_v4();
     let repository = plan.batch.key_text();
-    new_entry(&NewEntry {
-        agent: &plan.harness,
-        remote_control: registry::document::default_remote_control(&plan.harness),
-        working_directory: None,
+    let entry = NewEntry {
         extra_args: &plan.args,
         initial_prompt: Some(prompt),
-        resume_prompt: None,
-        box_session_id: &id,
-        origin: "webhook",
-        created_at: registry::time::now_epoch(),
-        hook: plan.seed.then_some((plan.batch.source.as_str(), repository.as_str())),
         ephemeral: true,
-        life,
-    })
+        ..NewEntry::new(&plan.harness, &id, "webhook", base::time::now_epoch(), life)
+    };
+    new_entry(&entry.with_hook(plan.seed.then_some((plan.batch.source.as_str(), repository.as_str()))))
 }
 
 /// Steps 13–14, before the insert (LS-5.1), in one step under the lease lock that keeps the hook log an audit

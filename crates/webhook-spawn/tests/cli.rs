@@ -113,7 +113,7 @@ fn wh02_ls01_an_accepted_batch_adds_the_entry_filter_lease_and_line() {
     let keys: Vec<&String> = lease.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["//", "topic", "object", "claimedAt", "gen", "outcome", "lastSeenAt"]);
     assert_eq!((&lease["topic"], &lease["object"]), (&json!("github:acme/widgets"), &json!("535")));
-    assert!(registry::is_uuid(lease["gen"].as_str().unwrap()));
+    assert!(base::is_uuid(lease["gen"].as_str().unwrap()));
     assert_eq!((&lease["outcome"], &lease["lastSeenAt"]), (&Value::Null, &Value::Null));
     let mode = |p: &Path| fs::metadata(p).unwrap().mode() & 0o777;
     assert_eq!(mode(&sb.lease_path(&name)), 0o600);
@@ -590,7 +590,7 @@ fn wh14_a_deferred_batch_retried_three_times_then_accepted_once() {
     assert_eq!(refusal_record(&sb).count, 3);
     assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0);
     sb.edit_registry(|doc| {
-        doc.remove(&registry::SessionName::parse("filler").unwrap());
+        doc.remove(&base::SessionName::parse("filler").unwrap());
     });
     webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
     let name = only_name(&sb);

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use base::SessionName;
 use nix::sys::signal::Signal;
-use registry::SessionName;
 use serde_json::Value;
 use tmux::TmuxApi;
 

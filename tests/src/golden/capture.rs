@@ -12,7 +12,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use registry::quote::quote_arg;
+use base::quote::quote_arg;
 
 use super::world::{World, fixtures_dir};
 use crate::bins::bin;

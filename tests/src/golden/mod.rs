@@ -51,7 +51,7 @@ impl Rendered {
 /// Renders every artefact of GD-2 (except `nix/`).
 pub fn render() -> Rendered {
     let started = Instant::now();
-    let start = registry::time::now_epoch();
+    let start = base::time::now_epoch();
     let mut out = Artefacts::default();
     sections::help::render(&mut out);
     sections::session::render(&mut out);

@@ -156,7 +156,7 @@ fn iso_seconds_at(bytes: &[u8], i: usize) -> Option<i64> {
     let text = bytes.get(i..i + 19)?;
     let mut with_zone = text.to_vec();
     with_zone.push(b'Z');
-    registry::time::parse_iso(std::str::from_utf8(&with_zone).ok()?)
+    base::time::parse_iso(std::str::from_utf8(&with_zone).ok()?)
 }
 
 /// Rule 5: `…SSZ` → `<TIME>` and `…SS.mmmZ` → `<TIME-MS>` when within 24 h of the start.
@@ -297,12 +297,12 @@ mod tests {
 
     #[test]
     fn only_recent_times_become_tokens() {
-        let now = registry::time::format_iso(START + 60);
+        let now = base::time::format_iso(START + 60);
         let now_ms = format!("{}.000Z", &now[..19]);
-        let text = format!("{now} {now_ms} 2001-09-09T01:46:40Z {}", registry::time::format_iso(START + 2 * 86_400));
+        let text = format!("{now} {now_ms} 2001-09-09T01:46:40Z {}", base::time::format_iso(START + 2 * 86_400));
         assert_eq!(
             norm(&text, &base()),
-            format!("<TIME> <TIME-MS> 2001-09-09T01:46:40Z {}", registry::time::format_iso(START + 2 * 86_400))
+            format!("<TIME> <TIME-MS> 2001-09-09T01:46:40Z {}", base::time::format_iso(START + 2 * 86_400))
         );
     }
 

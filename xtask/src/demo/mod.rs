@@ -6,7 +6,7 @@ mod world;
 
 use std::time::{Duration, Instant};
 
-use registry::SessionName;
+use base::SessionName;
 use tmux::TmuxApi;
 
 use crate::exit;

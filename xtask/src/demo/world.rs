@@ -11,8 +11,8 @@ use std::time::Instant;
 use agent_box_install::bake::{Profile, bake};
 use agent_box_install::workspace::Workspace;
 use agent_box_tests::Sandbox;
+use base::SessionName;
 use lease::LeaseDir;
-use registry::SessionName;
 use serde_json::Value;
 use tmux::{Tmux, TmuxApi};
 

@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 
+use base::SessionName;
 use lease::{LeaseDir, LeaseState};
-use registry::{Document, ReadOutcome, SessionName};
+use registry::{Document, ReadOutcome};
 use serde_json::Value;
 
 use super::ledger::{Kind, Ledger};

@@ -11,12 +11,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use base::SessionName;
 use lease::{LeaseDir, LeaseState};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use registry::SessionName;
 
 use super::ledger::{Dispatch, EpilogueAck, Kind, Ledger};
 use super::world::World;

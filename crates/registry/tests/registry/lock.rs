@@ -194,7 +194,7 @@ fn a_bogus_inherited_fd_is_refused() {
 fn no_child_inherits_the_lock() {
     let dir = tempfile::tempdir().unwrap();
     let registry = registry_in(&dir);
-    let mut child = registry::with_lock_ignoring_inherited(&registry, Duration::ZERO, |_| {
+    let mut child = registry::with_lock(&registry, Duration::ZERO, registry::LockPolicy::SUPERVISOR, |_| {
         Command::new("sleep").arg("30").stdin(Stdio::null()).spawn().unwrap()
     })
     .unwrap();

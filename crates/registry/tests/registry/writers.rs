@@ -95,6 +95,12 @@ fn rg13_writers_killed_at_random_points_never_corrupt_or_lose_a_commit() {
             Ok(())
         })
         .unwrap();
-    registry::with_lock_ignoring_inherited(&registry, Duration::from_secs(1), registry::remove_temp_leftovers).unwrap();
+    registry::with_lock(
+        &registry,
+        Duration::from_secs(1),
+        registry::LockPolicy::SUPERVISOR,
+        registry::remove_temp_leftovers,
+    )
+    .unwrap();
     assert!(registry::atomic::temp_leftovers_of(&registry).is_empty(), "no temp survives the cleanup");
 }

@@ -13,7 +13,7 @@ use agent_box_tests::fixtures::{OutputAssertExt, code, pane, session, stderr, st
 use agent_box_tests::privilege::{chown_tree, unprivileged};
 use agent_box_tests::{HeldLock, Sandbox, wait_until};
 use agent_box_types::report::{LsReport, PeersReport};
-use registry::SessionName;
+use base::SessionName;
 use serde_json::{Value, json};
 use tmux::TmuxApi;
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use agent_box_tests::fixtures::{predicate, session, stderr, stdout};
 use agent_box_tests::{Sandbox, wait_until};
+use base::SessionName;
 use lease::{Expect, LeaseDir, Outcome};
-use registry::SessionName;
 use serde_json::{Value, json};
 use tmux::{NewSession, TmuxApi};
 
@@ -174,9 +174,9 @@ fn cl01_died_without_a_pane_starts_and_stopped_with_a_pane_is_live() {
 fn cl01_a_future_backoff_is_shown_and_a_past_one_is_not() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"looping":{"agent":"tool"},"recovered":{"agent":"tool"}}}"#);
-    let now = registry::time::now_epoch();
-    let future = registry::time::format_iso(now + 250);
-    let past = registry::time::format_iso(now - 5);
+    let now = base::time::now_epoch();
+    let future = base::time::format_iso(now + 250);
+    let past = base::time::format_iso(now - 5);
     let side = |name: &str, until: &str| {
         write(&sb.side_file(name), &format!(r#"{{"launchSessionId":"x","backoffUntil":"{until}","quickExits":4}}"#));
     };

@@ -2,7 +2,8 @@
 
 use std::ffi::OsString;
 
-use registry::{Entry, SessionName};
+use base::SessionName;
+use registry::Entry;
 
 use super::facts::Facts;
 use super::{Harness, HarnessKind, codex};

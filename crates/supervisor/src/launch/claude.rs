@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use registry::{Paths, is_uuid};
+use base::is_uuid;
+use registry::Paths;
 use serde_json::Value;
 
 use super::files::{self, MAX_READ};

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use registry::is_uuid;
+use base::is_uuid;
 
 use super::files::{self, MAX_READ};
 

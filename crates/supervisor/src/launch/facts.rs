@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use registry::{Entry, new_uuid_v4};
+use base::new_uuid_v4;
+use registry::Entry;
 
 use super::{HarnessKind, claude, codex};
 use crate::config::Config;

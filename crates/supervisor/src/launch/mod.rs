@@ -26,14 +26,15 @@ mod tests;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use registry::{Entry, SessionName};
+use base::SessionName;
+use registry::Entry;
 
 use crate::config::Config;
 use crate::side::SideFile;
 
 pub use argv::remote_control_name;
+pub use base::quote::{is_bare_byte, quote};
 pub use prompt::restart_notice;
-pub use registry::quote::{is_bare_byte, quote};
 pub use resolve::{kind_of, post_mortem_shell};
 pub use script::command_line;
 

@@ -1,6 +1,7 @@
 //! The prompt of one start and the restart notice (§12.3).
 
-use registry::{Paths, SessionName};
+use base::SessionName;
+use registry::Paths;
 use serde_json::Value;
 
 use super::facts::Facts;

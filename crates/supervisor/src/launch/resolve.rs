@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use registry::name::is_name_byte;
+use base::name::is_name_byte;
 
 use super::{Harness, HarnessKind, PrepareError};
 use crate::config::{Config, is_executable_file};

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{GenArg, HarnessKind, Prepared};
 use crate::config::Config;
-use registry::quote::{push_quoted, push_words};
+use base::quote::{push_quoted, push_words};
 
 /// What the crash branch prints before the post-mortem shell takes over.
 const CRASH_LINE: &[u8] = b"echo \"[agent-box] the agent exited with status $s; this shell is kept for inspection - \

@@ -59,7 +59,7 @@ fn h02_hostile_keys_give_sanitised_names_and_stay_inside_the_sandbox() {
         ];
         let out = webhook_spawn(&sb, &vars, b"[github] issue #7 opened\n").code(0);
         let name = only_hook(&sb);
-        assert!(registry::SessionName::parse_new(&name).is_ok(), "{name}");
+        assert!(base::SessionName::parse_new(&name).is_ok(), "{name}");
         let entry = sb.entry(&name).unwrap();
         match middle {
             Some(middle) => {

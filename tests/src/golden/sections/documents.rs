@@ -126,7 +126,7 @@ fn lease_steps(world: &World, out: &mut Artefacts) {
 
 /// An unlisted lease 31 s old, which the next tick sweeps with a `swept` record (30 SUP-10.4).
 fn sweepable_lease(world: &World) {
-    let name = registry::SessionName::parse("hook-acme-gone-0000").unwrap();
+    let name = base::SessionName::parse("hook-acme-gone-0000").unwrap();
     let leases = lease::LeaseDir::new(world.sb.state_dir().join("lease"));
     leases.create(&name, "github:acme/gone", Some("1"), None).unwrap();
     let file = fs::File::options().write(true).open(leases.lease_path(&name)).unwrap();

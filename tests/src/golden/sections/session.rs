@@ -226,7 +226,7 @@ fn messages_with_setup(world: &World, out: &mut Artefacts, no_kill: &std::path::
     out.capture("session/messages/M41.txt", world, &session().args(["rm", "ghost"]));
     reset(world);
     world.sb.edit_registry(|doc| {
-        if let Ok(name) = registry::SessionName::parse("main")
+        if let Ok(name) = base::SessionName::parse("main")
             && let Some(mut entry) = doc.entry_mut(&name)
         {
             entry.set("stopped", serde_json::Value::Bool(true));
@@ -250,7 +250,7 @@ fn no_kill_tmux(world: &World) -> std::path::PathBuf {
     let path = world.sb.root().join("bin/tmux-nokill");
     let script = format!(
         "#!/bin/sh\nfor word in \"$@\"; do\n  if [ \"$word\" = kill-session ]; then echo 'the server refused the kill' >&2; exit 1; fi\ndone\nexec {} \"$@\"\n",
-        registry::quote::quote_arg(&real.to_string_lossy())
+        base::quote::quote_arg(&real.to_string_lossy())
     );
     fs::write(&path, script).unwrap();
     use std::os::unix::fs::PermissionsExt;

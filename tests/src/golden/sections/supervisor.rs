@@ -5,8 +5,8 @@
 use std::fs;
 use std::time::Duration;
 
+use base::SessionName;
 use nix::sys::signal::Signal;
-use registry::SessionName;
 use tmux::{NewSession, TmuxApi};
 
 use crate::golden::artefacts::Artefacts;

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::launch::{HarnessKind, SpawnKind};
-use registry::is_uuid;
+use base::is_uuid;
 
 fn side(id: &str) -> SideFile {
     SideFile { launch_session_id: Some(id.to_owned()), ..SideFile::default() }

@@ -14,7 +14,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use registry::{Entry, SessionName};
+use base::SessionName;
+use registry::Entry;
 use serde_json::{Map, Value};
 use tempfile::TempDir;
 

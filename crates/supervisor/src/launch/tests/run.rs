@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::*;
 use crate::launch::{GenArg, render_script};
-use registry::quote::quote;
+use base::quote::quote;
 
 /// Where the recorders write, and the marker an injection would create.
 struct Recorders {

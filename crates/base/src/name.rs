@@ -1,4 +1,5 @@
-//! Session names: the only way a string from a user, a file or tmux becomes part of a path.
+//! Session names, the only way a string from a user, a file or tmux becomes part of a path, and the user-name
+//! check for the other name that is joined into file names.
 
 use std::fmt;
 
@@ -28,6 +29,14 @@ pub struct SessionName(String);
 /// True for the bytes a session name may contain: ASCII letters, digits, `-` and `_`.
 pub fn is_name_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_'
+}
+
+/// True when `user` may be joined into file names (OV-5.2).
+pub fn is_usable_user(user: &str) -> bool {
+    !user.is_empty()
+        && user != "."
+        && user != ".."
+        && user.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 impl SessionName {
