@@ -292,6 +292,8 @@ fn x02_i15_concurrent_cli_writers_while_spawning_lose_nothing() {
     let mut first = Vec::new();
     let sb = &sb;
     std::thread::scope(|s| {
+        // Set on every way out of this scope, a panic included: a reader left waiting would hang the test.
+        let stop_reader = StopOnDrop(&done);
         let reader = s.spawn(|| {
             let mut reads = 0;
             while !done.load(Ordering::SeqCst) {
@@ -332,8 +334,10 @@ fn x02_i15_concurrent_cli_writers_while_spawning_lose_nothing() {
                     }
                 });
             });
-            // The round ends on a restart; waiting for that revival to start (and, under the control, crash)
-            // makes the "crashed and restarted meanwhile" below a fact rather than a race with the tick.
+            // The three stop/restart threads may leave parked stopped (the last of their commands can be any
+            // thread's stop); one more restart and waiting for that revival to start (and, under the control,
+            // crash) makes the "crashed and restarted meanwhile" below a fact rather than a race with the tick.
+            ok(sb, &["restart", "parked"]);
             wait_until("parked revived after the round", || sb.agent("parked").starts() > starts_before);
         }
         sb.agent("parked").control("run");
@@ -348,7 +352,7 @@ fn x02_i15_concurrent_cli_writers_while_spawning_lose_nothing() {
             });
         }
         sb.wait_ticks(pid, 2);
-        done.store(true, Ordering::SeqCst);
+        drop(stop_reader);
         let reads = reader.join().unwrap().unwrap_or_else(|bad| panic!("the registry did not parse: {bad:?}"));
         assert!(reads > 0);
     });
@@ -919,4 +923,13 @@ fn h12_the_default_socket_is_never_reached() {
     sb.once();
     wait_until("the hook session", || sb.live().iter().any(|n| n.starts_with("hook-acme")));
     assert_eq!(canary.state(), before, "the canary server is untouched");
+}
+
+/// Sets its flag when dropped, so a thread polling the flag ends whichever way the scope is left.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }

@@ -72,9 +72,11 @@ impl AgentRecords {
         Self { dir: root.join("agents"), name: name.to_owned() }
     }
 
-    /// How many times the agent has started (complete argv records).
+    /// How many times the agent has started: claimed start numbers, which are consecutive. A start killed
+    /// before it finished recording (a `stop` right after a spawn) still counts, though its argv may be missing;
+    /// counting complete argv records instead stopped at the first such gap and hid every later start.
     pub fn starts(&self) -> usize {
-        (1..).take_while(|k| self.file(*k, "argv").exists()).count()
+        (1..).take_while(|k| self.file(*k, "claim").exists()).count()
     }
 
     /// Start number `k` (1-based).
