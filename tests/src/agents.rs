@@ -72,15 +72,26 @@ impl AgentRecords {
         Self { dir: root.join("agents"), name: name.to_owned() }
     }
 
-    /// How many times the agent has started: claimed start numbers, which are consecutive. A start killed
-    /// before it finished recording (a `stop` right after a spawn) still counts, though its argv may be missing;
-    /// counting complete argv records instead stopped at the first such gap and hid every later start.
+    /// How many times the agent has started and recorded its argv. Claim numbers are consecutive, but a start
+    /// killed before it recorded (a `stop` right after a spawn) leaves a gap; counting stopped at the first gap
+    /// once and hid every later start, so the count skips gaps instead.
     pub fn starts(&self) -> usize {
-        (1..).take_while(|k| self.file(*k, "claim").exists()).count()
+        self.recorded().len()
     }
 
-    /// Start number `k` (1-based).
-    pub fn start(&self, k: usize) -> Start {
+    /// The claim numbers of the starts that recorded their argv, in order.
+    fn recorded(&self) -> Vec<usize> {
+        (1..).take_while(|k| self.file(*k, "claim").exists()).filter(|k| self.file(*k, "argv").exists()).collect()
+    }
+
+    /// The claim number of recorded start `i` (1-based); past the last, a number no start has.
+    fn claim_of(&self, i: usize) -> usize {
+        self.recorded().get(i.wrapping_sub(1)).copied().unwrap_or(usize::MAX)
+    }
+
+    /// Recorded start number `i` (1-based).
+    pub fn start(&self, i: usize) -> Start {
+        let k = self.claim_of(i);
         let split = |bytes: Vec<u8>| -> Vec<Vec<u8>> {
             let mut parts: Vec<Vec<u8>> = bytes.split(|b| *b == 0).map(<[u8]>::to_vec).collect();
             parts.pop();
@@ -103,13 +114,15 @@ impl AgentRecords {
         self.start(self.starts())
     }
 
-    /// The pid of start `k`.
-    pub fn pid(&self, k: usize) -> u32 {
+    /// The pid of recorded start `i`.
+    pub fn pid(&self, i: usize) -> u32 {
+        let k = self.claim_of(i);
         fs::read_to_string(self.file(k, "pid")).unwrap().trim().parse().unwrap()
     }
 
     /// When start `k` began recording (the modification time of its argv record, the first one it writes), if it did.
-    pub fn started_at(&self, k: usize) -> Option<std::time::SystemTime> {
+    pub fn started_at(&self, i: usize) -> Option<std::time::SystemTime> {
+        let k = self.claim_of(i);
         fs::metadata(self.file(k, "argv")).ok()?.modified().ok()
     }
 
