@@ -111,6 +111,7 @@ impl HookLog {
             how: how.to_string(),
             life_seconds: life,
             outcome: lease.and_then(Lease::outcome_text).map(str::to_owned),
+            notified: lease.and_then(|l| l.outcome().map(|_| l.notified_at().is_some())),
         }
     }
 

@@ -41,6 +41,9 @@ pub struct EndLine {
     pub life_seconds: Option<i64>,
     /// The lease's outcome at the end.
     pub outcome: Option<String>,
+    /// Issue 21: present only when the lease carried an outcome; whether the notifier had been told of it (N-7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notified: Option<bool>,
 }
 
 /// A `restart` line (issue 17): written by `agent-box-session restart` before it ends the pane of a leased hook
