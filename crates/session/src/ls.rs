@@ -113,6 +113,7 @@ fn json_row(row: &Row) -> LsSession {
         unresolved: row.unresolved.clone(),
         backoff_until: row.backoff.as_ref().map(|b| b.raw.clone()),
         harness_missing: row.harness_missing.clone(),
+        notification: row.notification.clone(),
     }
 }
 
@@ -205,7 +206,8 @@ scratch                  -        unmanaged
                 "workingDirectory",
                 "unresolved",
                 "backoffUntil",
-                "harnessMissing"
+                "harnessMissing",
+                "notification"
             ]
         );
         let report: LsReport = serde_json::from_str(&text).unwrap();

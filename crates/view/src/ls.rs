@@ -24,6 +24,8 @@ pub struct Row {
     pub backoff: Option<Backoff>,
     /// A `starting` entry whose harness the supervisor could not find (issue 11).
     pub harness_missing: Option<String>,
+    /// Issue 21: whether the lease's outcome was reported; `None` while it has none.
+    pub notification: Option<agent_box_types::report::OutcomeReport>,
 }
 
 /// The rows of a registry `doc` and a live set `live` (tmux order) at time `now`.
@@ -55,6 +57,11 @@ fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, n
         origin: entry.and_then(|e| e.origin()).map(str::to_owned),
         working_directory: entry.and_then(|e| e.get("workingDirectory")).and_then(Value::as_str).map(str::to_owned),
         unresolved: read::unresolved_outcome(&ctx.paths, name),
+        notification: crate::notification::report_of_name(
+            &ctx.paths,
+            name,
+            crate::notification::configured(&ctx.paths),
+        ),
         backoff,
     }
 }
@@ -84,6 +91,7 @@ pub fn unmanaged_row(name: &str) -> Row {
         unresolved: None,
         backoff: None,
         harness_missing: None,
+        notification: None,
     }
 }
 
