@@ -1,9 +1,9 @@
 //! Issue 21 in bench section `tick`: the cost of a tick with 50 undelivered outcomes waiting for their retry against
-//! one with none. Two loops of 60 entries run at once, both with a notifier configured and the same registry: 50
-//! entries stopped (no pane, so no heartbeat touches their leases) and 10 live. Only the first has a lease with an
-//! undelivered outcome for each stopped entry (`notify.nextAt` far ahead, so no program runs: what differs is the
-//! per-tick scan of N-6). The second loop is sampled in the same rounds as the first (one round per tick of the
-//! first), so the ratio is taken per round under the same load.
+//! one with none. Two loops of 60 entries run at once, both with a notifier configured and the same kind of registry:
+//! 10 live entries and 50 stopped hook entries (no pane, so no heartbeat touches their leases). Only the first has a
+//! lease with an undelivered outcome for each stopped entry (`notify.nextAt` far ahead, so no program runs: what
+//! differs is the per-tick scan of N-6). The second loop is sampled in the same rounds as the first (one round per
+//! tick of the first), so the ratio is taken per round under the same load.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -49,35 +49,34 @@ pub fn pending_against_none(metrics: &mut Vec<Metric>) -> Outcome<()> {
     Ok(())
 }
 
-/// A loop world whose supervisor runs with a notifier (never due here); 50 entries stopped and, when `pending`, a
-/// lease with an undelivered outcome for each; restarted once so the notifier variables apply.
+/// A loop world whose supervisor runs with a notifier (never due here); 50 stopped entries added and, when
+/// `pending`, a lease with an undelivered outcome for each; restarted once so the notifier variables apply.
 fn outcome_world(pending: bool) -> Outcome<LoopWorld> {
-    let mut world = LoopWorld::start(SECTION, ENTRIES, 0, "256")?;
+    let mut world = LoopWorld::start(SECTION, ENTRIES - OUTCOMES, 0, "256")?;
     let script = world.sandbox.root().join("notify.sh");
     fs::write(&script, "#!/bin/sh\nexit 1\n").context(|| "cannot write the notifier".into())?;
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).context(|| "cannot chmod the notifier".into())?;
     world.sandbox.set_env("AGENT_BOX_ON_OUTCOME", &script);
-    let doc = world.sandbox.read_registry();
-    for name in doc.names().take(OUTCOMES) {
-        let stopped = world.sandbox.cmd("agent-box-session").args(["stop", name]).output();
-        if !stopped.is_ok_and(|out| out.status.success()) {
-            return Err(super::super::fail::Failure(format!("agent-box-session stop {name} failed")));
-        }
-    }
+    let registry_path = world.sandbox.registry();
+    let text = fs::read_to_string(&registry_path).context(|| "cannot read the registry".into())?;
+    let mut doc: serde_json::Value = serde_json::from_str(&text).context(|| "the registry is not JSON".into())?;
     let lease_dir = world.sandbox.state_dir().join("lease");
     registry::ensure_private_dir(&lease_dir).context(|| "cannot create the lease directory".into())?;
-    for name in doc.names().take(OUTCOMES) {
-        // The lease's gen is the entry's life, so no sweep takes it for an older life's (L-4).
-        let life = doc.entry(name).and_then(|e| e.life().map(str::to_owned)).unwrap_or_default();
+    for k in 0..OUTCOMES {
+        // Stopped entries have no pane, so no heartbeat touches their leases; the lease's gen is the entry's life,
+        // so no sweep takes it for an older life's (L-4).
+        let (name, life) = (format!("hook-ended-{k:03}"), registry::new_uuid_v4());
+        doc["sessions"][&name] = json!({"agent": "tool", "stopped": true, "life": life});
         if !pending {
             continue;
         }
-        let mut lease = json!({"topic": "github:acme/bench", "object": "1", "claimedAt": "2026-01-01T00:00:00Z",
-            "gen": life, "outcome": "died:1", "lastSeenAt": null, "endedAt": "2026-01-01T00:10:00Z"});
-        lease["notify"] = json!({"attempts": 9, "nextAt": "2099-01-01T00:00:00Z"});
+        let lease = json!({"topic": "github:acme/bench", "object": "1", "claimedAt": "2026-01-01T00:00:00Z",
+            "gen": life, "outcome": "died:1", "lastSeenAt": null, "endedAt": "2026-01-01T00:10:00Z",
+            "notify": {"attempts": 9, "nextAt": "2099-01-01T00:00:00Z"}});
         let path = lease_dir.join(format!("{name}.json"));
         fs::write(&path, lease.to_string()).context(|| format!("cannot write {}", path.display()))?;
     }
+    world.sandbox.write_registry(&doc.to_string());
     world.sandbox.signal(world.pid, nix::sys::signal::Signal::SIGTERM);
     world.sandbox.wait_exit(world.pid, std::time::Duration::from_secs(30));
     world.pid = world.sandbox.start_supervisor();
