@@ -29,6 +29,7 @@ pub use hooklog::{Appended, HookLog, KEEP_LINES, LogLine, SpawnRecord, TRIM_ABOV
 pub use model::{Changed, EndHow, Expect, Gen, Lease, LeaseState, Outcome};
 pub use notified::{
     Notification, OutcomeKey, PendingOutcome, RETRY_FIRST_SECS, RETRY_MAX_SECS, on_outcome_marker, retry_delay,
+    sort_pending,
 };
 pub use refusal::RefusalRecord;
 

@@ -100,18 +100,15 @@ pub struct PendingOutcome {
 impl LeaseDir {
     /// Every lease whose outcome is not yet delivered, read without a lock (N-6), oldest `endedAt` first.
     pub fn pending_outcomes(&self) -> Vec<PendingOutcome> {
-        let mut pending: Vec<PendingOutcome> = self
-            .list()
-            .into_iter()
-            .filter_map(|(name, state)| {
-                let LeaseState::Present(lease) = state else { return None };
-                let key = OutcomeKey::of(&lease)?;
-                let Notification::Pending { attempts, next_at } = lease.notification() else { return None };
-                Some(PendingOutcome { name, lease, key, attempts, next_at })
-            })
-            .collect();
-        pending.sort_by(|a, b| a.key.ended_at.cmp(&b.key.ended_at).then_with(|| a.name.cmp(&b.name)));
+        let mut pending: Vec<PendingOutcome> =
+            self.list().into_iter().filter_map(|(name, state)| pending_of(name, state)).collect();
+        sort_pending(&mut pending);
         pending
+    }
+
+    /// The undelivered outcome of `name`'s lease, read without a lock.
+    pub fn pending_outcome(&self, name: &SessionName) -> Option<PendingOutcome> {
+        pending_of(name.clone(), self.read(name))
     }
 
     /// The notifier exited 0 for `key` (N-4): `notifiedAt`, under the lock, only while the lease carries `key`.
@@ -174,6 +171,18 @@ impl LeaseDir {
             Ok(Changed::Written)
         })
     }
+}
+
+fn pending_of(name: SessionName, state: LeaseState) -> Option<PendingOutcome> {
+    let LeaseState::Present(lease) = state else { return None };
+    let key = OutcomeKey::of(&lease)?;
+    let Notification::Pending { attempts, next_at } = lease.notification() else { return None };
+    Some(PendingOutcome { name, lease, key, attempts, next_at })
+}
+
+/// Oldest `endedAt` first, then by name: the order due outcomes are tried in.
+pub fn sort_pending(pending: &mut [PendingOutcome]) {
+    pending.sort_by(|a, b| a.key.ended_at.cmp(&b.key.ended_at).then_with(|| a.name.cmp(&b.name)));
 }
 
 /// Removes the notification keys when the outcome they are about is taken back (a revived `stopped`).

@@ -11,7 +11,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -76,7 +76,14 @@ pub(crate) struct Notifier {
     unrecorded: BTreeMap<String, OutcomeKey>,
     /// Names whose failure streak was logged (one line per streak).
     failing: BTreeSet<String>,
+    /// Each lease file as last read, by its stamp: a file is read again only after a writer replaced or touched it
+    /// (every lease writer renames a new file into place), so an idle tick with many pending outcomes costs one stat
+    /// per lease, not one read and parse.
+    seen: BTreeMap<SessionName, (FileStamp, Option<PendingOutcome>)>,
 }
+
+/// Inode, size and mtime of a lease file.
+type FileStamp = (u64, u64, std::time::SystemTime);
 
 /// The program running for one outcome.
 #[derive(Debug)]
@@ -116,7 +123,7 @@ impl Supervisor {
         if !self.poll_notifier(now) {
             return;
         }
-        let pending = self.leases.pending_outcomes();
+        let pending = self.scan_pending();
         self.forget_settled(&pending);
         for outcome in pending {
             let name = outcome.name.to_string();
@@ -134,6 +141,34 @@ impl Supervisor {
             self.start_notifier(&outcome, attempts, now);
             return;
         }
+    }
+
+    /// N-6: the undelivered outcomes of the lease directory, re-reading only the files that changed since last tick.
+    fn scan_pending(&mut self) -> Vec<PendingOutcome> {
+        let Ok(entries) = std::fs::read_dir(self.leases.path()) else {
+            self.notifier.seen.clear();
+            return Vec::new();
+        };
+        let mut present = BTreeMap::new();
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let Some(name) = file_name.to_str().and_then(|n| n.strip_suffix(".json")) else { continue };
+            let (Ok(name), Ok(meta)) = (SessionName::parse(name), entry.metadata()) else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            let stamp = (meta.ino(), meta.size(), meta.modified().unwrap_or(std::time::UNIX_EPOCH));
+            let known = self.notifier.seen.remove(&name).filter(|(seen, _)| *seen == stamp);
+            let pending = match known {
+                Some((_, pending)) => pending,
+                None => self.leases.pending_outcome(&name),
+            };
+            present.insert(name, (stamp, pending));
+        }
+        self.notifier.seen = present;
+        let mut pending: Vec<PendingOutcome> = self.notifier.seen.values().filter_map(|(_, p)| p.clone()).collect();
+        lease::sort_pending(&mut pending);
+        pending
     }
 
     /// Memory of names whose outcome is no longer pending (delivered elsewhere, removed, revived) goes.
