@@ -304,3 +304,28 @@ fn n_8_the_marker_tells_readers_whether_outcomes_are_reported() {
     assert!(text.contains("notify.sh") && text.contains("\"timeoutSecs\": 60"), "{text}");
     assert_eq!(fs::metadata(&marker).unwrap().permissions().mode() & 0o777, 0o600);
 }
+
+#[test]
+fn n_2_the_document_carries_the_hook_log_s_spawn_record_of_the_lease() {
+    let world = World::new();
+    world.notifier(r#"cat > "$OUT/doc.json""#);
+    let name = SessionName::parse(NAME).unwrap();
+    fs::create_dir_all(world.state()).unwrap();
+    let spawn = lease::SpawnRecord {
+        name: &name,
+        topic: "github:acme/api",
+        event: "issues",
+        object: Some("612"),
+        count: Some(2),
+    };
+    let lease_gen = world.leases().create_with_spawn(&spawn, lease::Gen::random(), &world.hook_log()).unwrap();
+    world.leases().mark_outcome(&name, &Outcome::Vanished, &Expect::Any).unwrap();
+    let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+        "life": lease_gen.to_string()}}});
+    fs::write(world.home().join(".config/agent-box/sessions.json"), registry.to_string()).unwrap();
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    let doc: Value = serde_json::from_str(&fs::read_to_string(world.out().join("doc.json")).unwrap()).unwrap();
+    assert_eq!(doc["spawn"]["what"], "spawn", "{doc}");
+    assert_eq!((doc["spawn"]["event"].clone(), doc["spawn"]["count"].clone()), (Value::from("issues"), Value::from(2)));
+}
