@@ -329,3 +329,29 @@ fn n_2_the_document_carries_the_hook_log_s_spawn_record_of_the_lease() {
     assert_eq!(doc["spawn"]["what"], "spawn", "{doc}");
     assert_eq!((doc["spawn"]["event"].clone(), doc["spawn"]["count"].clone()), (Value::from("issues"), Value::from(2)));
 }
+
+#[test]
+fn n_11_a_parked_one_shot_session_is_reaped_only_after_its_outcome_is_delivered() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; [ -f "$OUT/ok" ] || exit 3"#);
+    let life = world.ended_lease("github:acme/api", &Outcome::Stopped);
+    let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+        "ephemeral": true, "life": life}}});
+    let sessions = world.home().join(".config/agent-box/sessions.json");
+    fs::write(&sessions, registry.to_string()).unwrap();
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the first failure", || world.runs() == 1);
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    assert!(fs::read_to_string(&sessions).unwrap().contains(NAME), "not reaped while pending");
+    assert!(matches!(world.notification(), Notification::Pending { attempts: 1, .. }), "{:?}", world.notification());
+    assert_eq!(lines_with(&supervisor, "reaped '"), 0, "{:?}", supervisor.log().lines());
+    fs::write(world.out().join("ok"), "").unwrap();
+    let mut later = world.supervisor(None).with_clock(|| registry::time::now_epoch() + 60);
+    tick_until(&mut later, "the delivery, then the reap", || !fs::read_to_string(&sessions).unwrap().contains(NAME));
+    assert_eq!(world.runs(), 2);
+    assert!(world.lease().is_none(), "the reap deletes the lease after the delivery");
+    let log = fs::read_to_string(world.state().join("hook-sessions.jsonl")).unwrap();
+    assert!(log.contains(r#""how":"reaped""#) && log.contains(r#""notified":true"#), "{log}");
+}
