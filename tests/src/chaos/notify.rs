@@ -2,7 +2,8 @@
 //! hangs past its 2 s bound at random (seeded by the run's seed and the document, so each retry rolls again) and
 //! records every run in a file. At the end every outcome must be delivered at least once, no run may be for a life
 //! the model never had, and a second delivery of one outcome is only allowed from another supervisor process
-//! (one SIGKILLed between the program's exit and its record); such duplicates are counted.
+//! (one SIGKILLed between the program's exit and its record); such duplicates are counted. An outcome removed before
+//! its delivery is allowed only when `rm` or the sweep removed it, never the supervisor's reap (N-11).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -45,6 +46,8 @@ pub struct NotifyFigures {
     pub outcomes: usize,
     pub delivered: usize,
     pub removed_first: usize,
+    /// The removed-first outcomes by the end record's `how` (only `rm` and `swept` are allowed, N-7 and N-11).
+    pub removed_by: BTreeMap<String, usize>,
     pub runs: usize,
     pub failed_runs: usize,
     pub hung_runs: usize,
@@ -201,7 +204,8 @@ exit 0
     }
 }
 
-/// Every end record of a lease with an outcome says whether it was delivered; `true` needs a run of that name.
+/// Every end record of a lease with an outcome says whether it was delivered; `true` needs a run of that name, and
+/// `false` is allowed only for an operator's `rm` or the sweep (N-11: the supervisor's reap waits for delivery).
 fn check_end_records(
     hook_log: &[String],
     ok_by_key: &BTreeMap<&str, Vec<&Run>>,
@@ -215,6 +219,13 @@ fn check_end_records(
         figures.outcomes += 1;
         if !notified {
             figures.removed_first += 1;
+            let how = record.get("how").and_then(Value::as_str).unwrap_or("?");
+            *figures.removed_by.entry(how.to_owned()).or_default() += 1;
+            if how != "rm" && how != "swept" {
+                wrong.push(format!(
+                    "the outcome of {name} was removed before delivery by '{how}' (only rm and sweep may)"
+                ));
+            }
         } else if ok_by_key.keys().any(|k| k.starts_with(&format!("{name} "))) {
             figures.delivered += 1;
         } else {
@@ -224,6 +235,14 @@ fn check_end_records(
 }
 
 impl NotifyFigures {
+    /// `rm 2, swept 1`, or `none`.
+    pub fn removed_by_text(&self) -> String {
+        if self.removed_by.is_empty() {
+            return "none".into();
+        }
+        self.removed_by.iter().map(|(how, n)| format!("{how} {n}")).collect::<Vec<_>>().join(", ")
+    }
+
     pub fn latency(&self, p: f64) -> f64 {
         let mut sorted = self.latency_ms.clone();
         sorted.sort_by(f64::total_cmp);

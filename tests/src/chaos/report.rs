@@ -110,8 +110,12 @@ impl fmt::Display for Report {
         if let Some(n) = &self.notify {
             writeln!(
                 f,
-                "notifier:                 {} outcomes, {} delivered, {} removed before delivery, {} duplicates (each after a supervisor SIGKILL)",
-                n.outcomes, n.delivered, n.removed_first, n.duplicates
+                "notifier:                 {} outcomes, {} delivered, {} removed before delivery ({}), {} duplicates (each after a supervisor SIGKILL)",
+                n.outcomes,
+                n.delivered,
+                n.removed_first,
+                n.removed_by_text(),
+                n.duplicates
             )?;
             writeln!(
                 f,
