@@ -51,6 +51,7 @@ let
     AGENT_BOX_SESSION_LIMIT_FILE = "sessionLimit";
     AGENT_BOX_TMUX_BIN = "services.agent-box.tmuxPackage";
     AGENT_BOX_RESTART_NOTICE = "restartNotice";
+    AGENT_BOX_ON_OUTCOME = "onOutcome";
     AGENT_BOX_WEBHOOK_REPO = "webhook.enable";
     AGENT_BOX_HOOK_SESSION_ARGS = "webhook.hookSessionArgs";
   };
@@ -155,6 +156,11 @@ let
         AGENT_BOX_MARK_STOPPED = "/etc/${epilogueLink}";
         AGENT_BOX_HOST_LABEL = config.networking.fqdnOrHostName;
         AGENT_BOX_RESTART_NOTICE = u.restartNotice;
+      }
+      // optionalAttrs (u.onOutcome != null) {
+        # Issue 21 (docs/notification.md): a package stands for its main program.
+        AGENT_BOX_ON_OUTCOME =
+          if lib.isDerivation u.onOutcome then lib.getExe u.onOutcome else toString u.onOutcome;
       }
       // sharedEnvironment
       // optionalAttrs u.webhook.enable {
@@ -323,6 +329,16 @@ let
         type = types.enum [ "auto" "always" "never" ];
         default = "auto";
         description = "When a resumed session is told that it was restarted (AGENT_BOX_RESTART_NOTICE).";
+      };
+      onOutcome = mkOption {
+        type = types.nullOr (types.either types.package types.path);
+        default = null;
+        example = literalExpression ''pkgs.writeShellScript "notify-gh" (builtins.readFile ./notify-gh.sh)'';
+        description = ''
+          A program the supervisor runs once for each recorded lease outcome (vanished, died:N, stopped), with
+          the outcome as JSON on standard input, until it exits 0 (AGENT_BOX_ON_OUTCOME; docs/notification.md).
+          A package stands for its main program. null: outcomes are only recorded.
+        '';
       };
       webhook = {
         enable = mkEnableOption "webhook delivery for this user's sessions";

@@ -23,6 +23,8 @@ use super::runner::{Paired, Spread};
 use super::world::{LoopWorld, command_in, identity, mtimes, sandbox_env};
 use crate::run;
 
+mod notify;
+
 const SECTION: &str = "tick";
 /// Ticks observed per world.
 const OBSERVED: usize = 30;
@@ -83,6 +85,7 @@ pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
         big.callgrind_once(bench, metrics)?;
     }
     drop(big);
+    notify::pending_against_none(metrics)?;
     if let Some(baseline) = &bench.baseline {
         against_baseline(bench, baseline, clk, metrics)?;
     }

@@ -65,6 +65,7 @@ in
             };
             sessionLimit = 3;
             restartNotice = "always";
+            onOutcome = "/etc/agent-box/notify-gh";
             webhook = {
               enable = true;
               hookSessionArgs = [ "--model" "sonnet" ];

@@ -7,6 +7,7 @@ mod faults;
 mod golden;
 mod install;
 mod lives;
+mod notify;
 mod operator;
 mod properties;
 mod scenarios;

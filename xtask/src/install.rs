@@ -32,6 +32,10 @@ pub struct InstallArgs {
     /// The harness of `add` without --harness (default: claude when it is on PATH, else codex, else shell).
     #[arg(long, value_name = "H")]
     default_agent: Option<String>,
+    /// A program the supervisor runs once for each recorded lease outcome (AGENT_BOX_ON_OUTCOME; see
+    /// docs/notification.md and docs/examples/notify-gh.sh).
+    #[arg(long, value_name = "PATH")]
+    on_outcome: Option<PathBuf>,
 }
 
 /// Arguments of `cargo xtask uninstall`.
@@ -139,6 +143,9 @@ fn run_install(args: &InstallArgs) -> Result<(), Stop> {
         man_pages: crate::man::pages(),
     };
     let written = install::install(&inputs, &sources).map_err(|e| Stop(exit::SETUP, e.to_string()))?;
+    if let Some(program) = &args.on_outcome {
+        install::add_on_outcome(&layout.env_file, program).map_err(|e| Stop(exit::USAGE, e.to_string()))?;
+    }
     for path in &written {
         println!("installed {}", path.display());
     }

@@ -109,6 +109,23 @@ pub fn is_plain_path(text: &str) -> bool {
     text.starts_with('/') && text.bytes().all(|b| is_bare_byte(b) && b != b'%')
 }
 
+/// Issue 21, `cargo xtask install --on-outcome PATH`: appends `AGENT_BOX_ON_OUTCOME=PATH` to the environment file
+/// an install just wrote (the unit and a supervisor started by hand both read it; a re-install without the option
+/// drops it). The path must be plain (no quoting in any file kind), absolute and an executable file.
+pub fn add_on_outcome(env_file: &Path, program: &Path) -> Result<(), InstallError> {
+    let text = program.to_string_lossy();
+    let executable = fs::metadata(program).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if !is_plain_path(&text) || !executable {
+        return Err(InstallError::Unsafe(format!(
+            "--on-outcome {text}: not an absolute path to an executable file of the characters [A-Za-z0-9/._+,:@=-]"
+        )));
+    }
+    let mut file =
+        fs::OpenOptions::new().append(true).open(env_file).map_err(|e| InstallError::Io(env_file.into(), e))?;
+    io::Write::write_all(&mut file, format!("AGENT_BOX_ON_OUTCOME={text}\n").as_bytes())
+        .map_err(|e| InstallError::Io(env_file.into(), e))
+}
+
 impl Inputs {
     /// Refuses any path or word that would need quoting in one of the three file kinds.
     pub fn check(&self) -> Result<(), InstallError> {

@@ -112,6 +112,11 @@ impl HookLog {
             how: how.to_string(),
             life_seconds: life,
             outcome: lease.and_then(Lease::outcome_text).map(str::to_owned),
+            // Only an end that deletes the lease can leave an outcome unreported (a `died:N` record is written as
+            // the outcome is, before anyone could be told of it).
+            notified: lease
+                .filter(|_| !matches!(how, EndHow::Died(_)))
+                .and_then(|l| l.outcome().map(|_| l.notified_at().is_some())),
         }
     }
 

@@ -17,6 +17,7 @@ pub mod fuzz;
 mod hooklog;
 mod life;
 mod model;
+mod notified;
 mod refusal;
 
 use std::path::{Path, PathBuf};
@@ -26,6 +27,10 @@ pub use dir::{HEARTBEAT_EVERY_SECS, LEASE_LOCK_WAIT, LeaseDir, ListedNames, SWEE
 pub use error::LeaseError;
 pub use hooklog::{Appended, HookLog, KEEP_LINES, LogLine, SpawnRecord, TRIM_ABOVE_LINES, parse_count};
 pub use model::{Changed, EndHow, Expect, Gen, Lease, LeaseState, Outcome};
+pub use notified::{
+    Notification, OutcomeKey, PendingOutcome, RETRY_FIRST_SECS, RETRY_MAX_SECS, on_outcome_marker, retry_delay,
+    sort_pending,
+};
 pub use refusal::RefusalRecord;
 
 /// Deletes the temp files `list` finds, under the lock at `lock`, listing again once the lock is held; an

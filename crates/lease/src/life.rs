@@ -60,6 +60,7 @@ impl LeaseDir {
             if revived {
                 map.insert("outcome".into(), Value::Null);
                 map.shift_remove("endedAt");
+                crate::notified::forget_notification(map);
             }
             map.insert("restartedAt".into(), Value::from(time::format_iso(self.now())));
             map.insert("restartPending".into(), Value::Bool(true));

@@ -260,10 +260,10 @@ fn ls_11_8_end_record_is_written_before_the_delete() {
     assert_eq!(
         last,
         json!({"at": "2025-11-29T14:04:51Z", "what": "end", "name": "hook-a", "how": "rm",
-        "lifeSeconds": 100, "outcome": "died:1"})
+        "lifeSeconds": 100, "outcome": "died:1", "notified": false})
     );
     let raw = fs::read_to_string(fx.state.join("hook-sessions.jsonl")).unwrap();
-    assert!(raw.ends_with("{\"at\":\"2025-11-29T14:04:51Z\",\"what\":\"end\",\"name\":\"hook-a\",\"how\":\"rm\",\"lifeSeconds\":100,\"outcome\":\"died:1\"}\n"));
+    assert!(raw.ends_with("{\"at\":\"2025-11-29T14:04:51Z\",\"what\":\"end\",\"name\":\"hook-a\",\"how\":\"rm\",\"lifeSeconds\":100,\"outcome\":\"died:1\",\"notified\":false}\n"));
 }
 
 #[test]

@@ -6,6 +6,7 @@ use agent_box_types::{VERSION, pretty};
 use serde_json::Value;
 use view::Context;
 use view::leases::{Row, rows};
+use view::notification;
 use view::read::read_registry;
 use view::text::{compact, pad, visible};
 
@@ -18,7 +19,8 @@ pub fn leases(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionErr
     let registry = read_registry(&ctx.paths);
     warn_unusable(ctx, &registry, out);
     let rows = rows(&ctx.paths, &registry);
-    let text = if json { render_json(&rows)? } else { render_text(&rows) };
+    let configured = view::notification::configured(&ctx.paths);
+    let text = if json { render_json(&rows, configured)? } else { render_text(&rows, configured) };
     out.bytes(text.as_bytes());
     Ok(())
 }
@@ -33,12 +35,13 @@ fn cell(value: Option<&Value>) -> String {
     }
 }
 
-fn line(columns: [&str; 7]) -> String {
-    let [name, outcome, claimed, ended, seen, object, topic] = columns;
+fn line(columns: [&str; 8]) -> String {
+    let [name, outcome, reported, claimed, ended, seen, object, topic] = columns;
     format!(
-        "{} {} {} {} {} {} {topic}\n",
+        "{} {} {} {} {} {} {} {topic}\n",
         pad(name, 24),
         pad(outcome, 10),
+        pad(reported, 26),
         pad(claimed, 20),
         pad(ended, 20),
         pad(seen, 20),
@@ -46,22 +49,23 @@ fn line(columns: [&str; 7]) -> String {
     )
 }
 
-fn row_line(row: &Row) -> String {
+fn row_line(row: &Row, configured: bool) -> String {
     let name = visible(&row.name);
-    if row.lease.is_none() {
-        return line([&name, "unreadable", "-", "-", "-", "-", "-"]);
-    }
+    let Some(lease) = &row.lease else {
+        return line([&name, "unreadable", "-", "-", "-", "-", "-", "-"]);
+    };
+    let reported = notification::cell(notification::report_of(lease, configured).as_ref());
     let outcome = if row.field("outcome").is_none() { "open".to_owned() } else { cell(row.field("outcome")) };
     let cells = ["claimedAt", "endedAt", "lastSeenAt", "object", "topic"].map(|key| cell(row.field(key)));
     let [claimed, ended, seen, object, topic] = &cells;
-    line([&name, &outcome, claimed, ended, seen, object, topic])
+    line([&name, &outcome, &reported, claimed, ended, seen, object, topic])
 }
 
-/// The text report of §7.3, with the footer when any row is unresolved.
-pub fn render_text(rows: &[Row]) -> String {
-    let mut text = line(["NAME", "OUTCOME", "CLAIMED", "ENDED", "LAST SEEN", "OBJECT", "TOPIC"]);
+/// The text report of §7.3, with the footer when any row is unresolved; REPORTED is issue 21's column.
+pub fn render_text(rows: &[Row], configured: bool) -> String {
+    let mut text = line(["NAME", "OUTCOME", "REPORTED", "CLAIMED", "ENDED", "LAST SEEN", "OBJECT", "TOPIC"]);
     for row in rows {
-        text.push_str(&row_line(row));
+        text.push_str(&row_line(row, configured));
     }
     let unresolved = rows.iter().filter(|r| r.unresolved()).count();
     if unresolved > 0 {
@@ -73,12 +77,12 @@ pub fn render_text(rows: &[Row]) -> String {
 }
 
 /// The JSON report of §12.5; fields carry the file's raw values (a non-string `gen` reads as null, LS-2.2).
-pub fn render_json(rows: &[Row]) -> Result<String, SessionError> {
-    let report = LeasesReport { version: VERSION, leases: rows.iter().map(json_row).collect() };
+pub fn render_json(rows: &[Row], configured: bool) -> Result<String, SessionError> {
+    let report = LeasesReport { version: VERSION, leases: rows.iter().map(|r| json_row(r, configured)).collect() };
     pretty(&report).map_err(|e| SessionError::Failed(e.to_string()))
 }
 
-fn json_row(row: &Row) -> LeaseRow {
+fn json_row(row: &Row, configured: bool) -> LeaseRow {
     let raw = |key: &str| row.field(key).cloned().unwrap_or(Value::Null);
     LeaseRow {
         name: row.name.clone(),
@@ -92,6 +96,7 @@ fn json_row(row: &Row) -> LeaseRow {
         lease_gen: row.field("gen").and_then(Value::as_str).map(str::to_owned),
         listed: row.listed,
         unresolved: row.unresolved(),
+        notification: row.lease.as_ref().and_then(|lease| notification::report_of(lease, configured)),
     }
 }
 
@@ -116,13 +121,14 @@ mod tests {
                 "hook-acme-widget-77c0",
                 Some(json!({"topic": "github:acme/widget", "object": null, "claimedAt": "2026-11-29T10:02:44Z",
                             "outcome": "vanished", "lastSeenAt": "2026-11-29T10:30:40Z",
-                            "endedAt": "2026-11-29T10:31:02Z"})),
+                            "endedAt": "2026-11-29T10:31:02Z", "notifiedAt": "2026-11-29T10:31:03Z"})),
             ),
             row(
                 "hook-acme-widget-3fa9",
                 Some(json!({"topic": "github:acme/widget", "object": "535", "claimedAt": "2026-11-29T09:12:03Z",
                             "outcome": "died:1", "lastSeenAt": "2026-11-29T09:40:12Z",
-                            "endedAt": "2026-11-29T09:40:55Z"})),
+                            "endedAt": "2026-11-29T09:40:55Z",
+                            "notify": {"attempts": 3, "nextAt": "2026-11-29T09:42:05Z"}})),
             ),
         ]
     }
@@ -132,23 +138,24 @@ mod tests {
         let mut rows = sample();
         rows.sort_by(order);
         let expected = "\
-NAME                     OUTCOME    CLAIMED              ENDED                LAST SEEN            OBJECT   TOPIC
-hook-acme-widget-3fa9    died:1     2026-11-29T09:12:03Z 2026-11-29T09:40:55Z 2026-11-29T09:40:12Z 535      github:acme/widget
-hook-acme-widget-77c0    vanished   2026-11-29T10:02:44Z 2026-11-29T10:31:02Z 2026-11-29T10:30:40Z -        github:acme/widget
-hook-acme-api-0b1e       open       2026-11-29T11:20:00Z -                    2026-11-29T11:48:31Z 612      github:acme/api
+NAME                     OUTCOME    REPORTED                   CLAIMED              ENDED                LAST SEEN            OBJECT   TOPIC
+hook-acme-widget-3fa9    died:1     retry 2026-11-29T09:42:05Z 2026-11-29T09:12:03Z 2026-11-29T09:40:55Z 2026-11-29T09:40:12Z 535      github:acme/widget
+hook-acme-widget-77c0    vanished   delivered                  2026-11-29T10:02:44Z 2026-11-29T10:31:02Z 2026-11-29T10:30:40Z -        github:acme/widget
+hook-acme-api-0b1e       open       -                          2026-11-29T11:20:00Z -                    2026-11-29T11:48:31Z 612      github:acme/api
 
 2 unresolved assignment(s): work this box accepted and cannot say finished. Check each, then 'agent-box-session rm NAME' clears it.
 ";
-        assert_eq!(render_text(&rows), expected);
+        assert_eq!(render_text(&rows, true), expected);
     }
 
     #[test]
     fn unreadable_and_odd_rows_in_text() {
         let rows =
             vec![row("odd", Some(json!({"outcome": 5, "claimedAt": "2027-01-01T00:00:00Z"}))), row("broken", None)];
-        let text = render_text(&rows);
+        let text = render_text(&rows, false);
         assert!(text.contains("\nbroken                   unreadable -"), "{text}");
-        assert!(text.contains("\nodd                      5          2027"), "{text}");
+        assert!(text.contains("unreadable -                          -"), "{text}");
+        assert!(text.contains("\nodd                      5          -                          2027"), "{text}");
         assert!(!text.contains("unresolved assignment(s)"), "a non-string outcome is not unresolved: {text}");
     }
 
@@ -156,7 +163,7 @@ hook-acme-api-0b1e       open       2026-11-29T11:20:00Z -                    20
     fn json_carries_raw_values_and_nulls() {
         let mut rows = vec![row("x", Some(json!({"outcome": "died:1\u{1b}[2J", "gen": 3}))), row("u", None)];
         rows[0].listed = true;
-        let text = render_json(&rows).unwrap();
+        let text = render_json(&rows, true).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let first = value["leases"][0].as_object().unwrap();
         let keys: Vec<&String> = first.keys().collect();
@@ -173,13 +180,14 @@ hook-acme-api-0b1e       open       2026-11-29T11:20:00Z -                    20
                 "lastSeenAt",
                 "gen",
                 "listed",
-                "unresolved"
+                "unresolved",
+                "notification"
             ]
         );
         assert_eq!(first["outcome"], "died:1\u{1b}[2J");
         assert_eq!(first["gen"], Value::Null);
         assert_eq!((first["listed"].clone(), first["unresolved"].clone()), (json!(true), json!(true)));
         assert_eq!(value["leases"][1]["readable"], false);
-        assert!(render_text(&rows).contains("died:1?[2J"));
+        assert!(render_text(&rows, true).contains("died:1?[2J"));
     }
 }

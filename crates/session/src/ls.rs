@@ -187,7 +187,8 @@ scratch                  -        unmanaged
                 "workingDirectory",
                 "unresolved",
                 "backoffUntil",
-                "harnessMissing"
+                "harnessMissing",
+                "notification"
             ]
         );
         let report: LsReport = serde_json::from_str(&text).unwrap();

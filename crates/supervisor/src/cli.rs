@@ -45,6 +45,9 @@ Optional:
   AGENT_BOX_CODEX_FULL_ACCESS  non-empty: codex runs with workspace-write instead of prompts (default off)
   CODEX_HOME                   codex's state, for resuming (default ~/.codex)
   SHELL                        post-mortem shell when no 'shell' harness is configured (default /bin/sh)
+  AGENT_BOX_ON_OUTCOME         absolute path of a program run once per recorded lease outcome, the outcome as
+                               JSON on stdin, until it exits 0 (default none; see docs/notification.md)
+  AGENT_BOX_ON_OUTCOME_TIMEOUT seconds one run of it may take before it is killed (default 60)
   AGENT_BOX_TICK_SECS          seconds between timer ticks (default 2; tests and benchmarks only)
 
 Every new pane gets PATH and every AGENT_BOX_* variable of this environment but AGENT_BOX_SESSION_ID,

@@ -89,6 +89,8 @@ pub struct Config {
     pub external_server: bool,
     /// UP-3.2: the unit variables every `new-session` passes with `-e`, from this process's environment.
     pub unit_env: Vec<(String, String)>,
+    /// Issue 21: `AGENT_BOX_ON_OUTCOME` and its bound; `None` = no notification.
+    pub on_outcome: Option<crate::notify::OnOutcome>,
     pub tmux: TmuxConfig,
 }
 
@@ -107,6 +109,10 @@ pub enum Problem {
     Tmux(String),
     #[error("AGENT_BOX_TMUX_SERVER must be 'external' or unset (it is '{0}')")]
     TmuxServer(String),
+    #[error("AGENT_BOX_ON_OUTCOME '{0}' is not an executable file")]
+    NotifierNotExecutable(String),
+    #[error("AGENT_BOX_ON_OUTCOME_TIMEOUT must be a whole number of seconds from 1 to 3600 (it is '{0}')")]
+    NotifierTimeout(String),
 }
 
 /// Every problem of the start-up configuration, reported together in one line (exit 2).
@@ -177,6 +183,7 @@ impl Config {
         }
         let env_exec = absolute("AGENT_BOX_ENV_EXEC", set("AGENT_BOX_ENV_EXEC"), false, &mut problems);
         let codex_home = absolute("CODEX_HOME", set("CODEX_HOME"), false, &mut problems);
+        let on_outcome = crate::notify::OnOutcome::from_lookup(&set, &mut problems);
         let external_server = match text(SERVER_VAR).as_deref() {
             None => false,
             Some(EXTERNAL) => true,
@@ -214,6 +221,7 @@ impl Config {
             ignored_tick_secs,
             external_server,
             unit_env: Vec::new(),
+            on_outcome,
             tmux,
             seed,
             paths,
@@ -282,7 +290,7 @@ pub fn is_executable_file(path: &Path) -> bool {
 }
 
 /// A path-valued variable (OV-5.2): a relative value, or a missing one when `required`, is noted in `problems`.
-fn absolute(
+pub(crate) fn absolute(
     var: &'static str,
     value: Option<OsString>,
     required: bool,

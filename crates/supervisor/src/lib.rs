@@ -47,6 +47,7 @@ pub mod launch;
 mod life;
 pub mod log;
 pub mod messages;
+pub mod notify;
 pub mod print;
 pub mod run;
 pub mod side;

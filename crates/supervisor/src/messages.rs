@@ -229,3 +229,32 @@ pub fn env_store_override(path: &Path, key: &str) -> String {
         path.display()
     )
 }
+
+/// Issue 21 (N-9): the notifier exited 0 for an outcome and the lease records it.
+pub fn outcome_delivered(name: &SessionName, outcome: &str, program: &str, failed_before: u64) -> String {
+    let after = match failed_before {
+        0 => String::new(),
+        1 => " after 1 failed attempt".to_owned(),
+        n => format!(" after {n} failed attempts"),
+    };
+    format!("reported the outcome of '{name}' ({outcome}) to {program}{after}")
+}
+
+/// Issue 21: the notifier exited 0, but the lease no longer carried that outcome (removed or revived meanwhile).
+pub fn outcome_delivered_unrecorded(name: &SessionName, outcome: &str, program: &str) -> String {
+    format!("reported the outcome of '{name}' ({outcome}) to {program}; its lease changed meanwhile, nothing recorded")
+}
+
+/// Issue 21 (N-9): the first failure of a streak; later ones are silent until a delivery.
+pub fn outcome_not_delivered(name: &SessionName, outcome: &str, program: &str, reason: &str, next_at: i64) -> String {
+    let at = base::time::format_iso(next_at);
+    format!(
+        "could not report the outcome of '{name}' ({outcome}): {program} {reason}; retrying from {at}, backing off up to \
+         10 minutes (agent-box-session leases shows it pending)"
+    )
+}
+
+/// Issue 21 (N-8): the marker that tells `leases` outcomes are reported could not be written.
+pub fn notify_marker_failed(path: &Path, err: &std::io::Error) -> String {
+    format!("cannot write {} ({err}); agent-box-session leases will show outcomes as not reported", path.display())
+}

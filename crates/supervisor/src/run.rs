@@ -79,6 +79,9 @@ fn once_locked(config: Config) -> Stop {
         Ok(mut supervisor) => {
             supervisor.log_started();
             supervisor.tick();
+            // Issue 21: a notifier started by this tick is waited for (within its bound) and recorded.
+            let bound = supervisor.config().on_outcome.as_ref().map(|on| on.timeout).unwrap_or_default();
+            supervisor.settle_notifier(bound);
             Stop::Done
         }
         Err(stop) => stop,
@@ -181,8 +184,12 @@ impl Watches {
     }
 }
 
+/// A running notifier gets this long to end when the supervisor stops (issue 21, N-10).
+const NOTIFIER_STOP_GRACE: Duration = Duration::from_secs(5);
+
 /// L18: a stop is announced, and says the sessions keep running, so a journal reader does not expect them gone.
 fn stop_on(supervisor: &mut Supervisor, signal: nix::sys::signal::Signal) -> Stop {
+    supervisor.settle_notifier(NOTIFIER_STOP_GRACE);
     supervisor.log_line(&messages::signal_received(signal.as_str()));
     Stop::Done
 }

@@ -98,6 +98,8 @@ pub struct Supervisor {
     pub(crate) wake: Option<WakeHook>,
     /// The server pid the wake was last installed on, or refused by: each server gets one install call.
     pub(crate) wake_installed_on: Option<u32>,
+    /// Issue 21: the outcome notifier's running program and retry memory (`notify.rs`).
+    pub(crate) notifier: crate::notify::Notifier,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -129,6 +131,7 @@ impl Supervisor {
             adoption_due: true,
             wake: None,
             wake_installed_on: None,
+            notifier: crate::notify::Notifier::default(),
         }
     }
 
@@ -174,17 +177,25 @@ impl Supervisor {
             self.sweep_orphan_filters(&doc, tick.now);
         }
         self.remove_side_temps();
+        self.write_notify_marker();
     }
 
     pub fn config(&self) -> &Config {
         &self.config
     }
 
-    /// One pass of the loop, duties T1–T7 in order.
+    /// One pass of the loop: duties T1–T7, then (issue 21) the outcome notifier, outside every lock, even when the
+    /// registry could not be read.
     pub fn tick(&mut self) {
+        let now = self.reconcile_tick();
+        self.notify_outcomes(now);
+    }
+
+    /// Duties T1–T7 in order; returns the tick's time.
+    fn reconcile_tick(&mut self) -> i64 {
         let mut tick = Tick { now: (self.clock)(), ..Tick::default() };
         tick.snapshot = self.take_snapshot();
-        let Some(mut doc) = self.heal_registry(&mut tick) else { return };
+        let Some(mut doc) = self.heal_registry(&mut tick) else { return tick.now };
         self.give_lives(&mut tick, &mut doc);
         if tick.snapshot.is_some() {
             self.reap(&mut tick, &mut doc);
@@ -197,6 +208,7 @@ impl Supervisor {
             self.heartbeat(&tick, &running);
         }
         self.forget(&doc);
+        tick.now
     }
 
     /// T1: one tmux process lists the sessions (SUP-4.1); "no server" is a wait, not trouble, when the server is

@@ -1,4 +1,5 @@
-//! Reaping parked one-shot sessions and sweeping what no listed session owns (SUP-10.1–10.3, SUP-10.5).
+//! Reaping parked one-shot sessions (waiting for an undelivered outcome, N-11) and sweeping what no listed session
+//! owns (SUP-10.1–10.3, SUP-10.5).
 
 use std::fs;
 use std::path::Path;
@@ -17,13 +18,15 @@ pub const FILTER_GRACE_SECS: i64 = 30;
 
 impl Supervisor {
     /// T3: delete parked ephemeral entries whose pane is gone, in one registry write; then settle their leases.
+    /// With a notifier (N-11) an entry whose lease holds an undelivered outcome waits for a later tick.
     pub(crate) fn reap(&mut self, tick: &mut Tick, doc: &mut Document) {
         let snapshot = tick.snapshot.clone().unwrap_or_default();
         let candidates: Vec<SessionName> = doc
             .names()
             .filter(|key| !snapshot.contains(*key))
-            .filter(|key| doc.entry(key).is_some_and(|e| reapable(&e)))
+            .filter(|key| doc.entry(key).is_some_and(|e| reapable(&e, false)))
             .filter_map(|key| SessionName::parse(key).ok())
+            .filter(|name| reapable_now(&self.leases, self.config.on_outcome.is_some(), name))
             .collect();
         if candidates.is_empty() || tick.lock_refused {
             return;
@@ -172,9 +175,16 @@ impl Supervisor {
     }
 }
 
-/// D6 after a re-read: still ephemeral, parked and not crashed.
-fn reapable(entry: &registry::Entry<'_>) -> bool {
-    entry.ephemeral() && entry.stopped() && entry.died().is_none()
+/// D6 after a re-read: still ephemeral, parked and not crashed, and (N-11) its lease holds no outcome that a
+/// configured notifier has yet to deliver (`outcome_pending`, read from the lease by the caller).
+fn reapable(entry: &registry::Entry<'_>, outcome_pending: bool) -> bool {
+    entry.ephemeral() && entry.stopped() && entry.died().is_none() && !outcome_pending
+}
+
+/// N-11: without a notifier nothing waits; with one, a name waits while its lease holds an undelivered outcome
+/// (read without a lock, fresh: a delivery recorded since the last scan counts at once).
+fn reapable_now(leases: &lease::LeaseDir, notifier_set: bool, name: &SessionName) -> bool {
+    !notifier_set || leases.pending_outcome(name).is_none()
 }
 
 /// Seconds since the file's mtime; `None` when it cannot be told or lies in the future.
@@ -189,7 +199,7 @@ fn age_secs(path: &Path, now: i64) -> Option<i64> {
 fn reap_locked(guard: &RegistryLock, candidates: Vec<SessionName>) -> Vec<SessionName> {
     let Ok(mut fresh) = read_for_write(guard.registry()) else { return Vec::new() };
     let reaped: Vec<SessionName> =
-        candidates.into_iter().filter(|n| fresh.entry(n.as_str()).is_some_and(|e| reapable(&e))).collect();
+        candidates.into_iter().filter(|n| fresh.entry(n.as_str()).is_some_and(|e| reapable(&e, false))).collect();
     for name in &reaped {
         fresh.remove(name);
     }
@@ -197,4 +207,25 @@ fn reap_locked(guard: &RegistryLock, candidates: Vec<SessionName>) -> Vec<Sessio
         return Vec::new();
     }
     reaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Map, Value, json};
+
+    fn map(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn d6_waits_for_an_outcome_pending_delivery_n_11() {
+        let parked = map(json!({"stopped": true, "ephemeral": true}));
+        assert!(reapable(&registry::Entry::of(&parked), false), "D6");
+        assert!(!reapable(&registry::Entry::of(&parked), true), "N-11: waits while its outcome is undelivered");
+        let crashed = map(json!({"stopped": true, "ephemeral": true, "died": 1}));
+        assert!(!reapable(&registry::Entry::of(&crashed), false), "D7");
+        let kept = map(json!({"stopped": true}));
+        assert!(!reapable(&registry::Entry::of(&kept), false), "D5");
+    }
 }

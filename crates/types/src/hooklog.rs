@@ -41,6 +41,10 @@ pub struct EndLine {
     pub life_seconds: Option<i64>,
     /// The lease's outcome at the end.
     pub outcome: Option<String>,
+    /// Issue 21: present only when this end deletes a lease that carried an outcome (not on `died:N`, written with
+    /// the outcome): whether the notifier had been told of it (N-7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notified: Option<bool>,
 }
 
 /// A `restart` line (issue 17): written by `agent-box-session restart` before it ends the pane of a leased hook

@@ -82,6 +82,8 @@ pub struct LsSession {
     pub backoff_until: Option<String>,
     /// The harness the supervisor could not find, exactly when the text row says `harness 'X' not installed`.
     pub harness_missing: Option<String>,
+    /// Issue 21: whether the lease's outcome was reported; null exactly when `unresolved` is.
+    pub notification: Option<OutcomeReport>,
 }
 
 /// Whether a live session was started by a dispatch (`hook-*`).
@@ -186,4 +188,31 @@ pub struct LeaseRow {
     pub lease_gen: Option<String>,
     pub listed: bool,
     pub unresolved: bool,
+    /// Issue 21: null while the lease has no outcome.
+    pub notification: Option<OutcomeReport>,
+}
+
+/// Whether a lease's outcome was reported to the operator's notifier (issue 21, docs/notification.md N-8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportState {
+    /// The notifier exited 0 for this outcome.
+    Delivered,
+    /// Not yet delivered; the supervisor tries again at `nextAt` (null: at its next tick).
+    Pending,
+    /// No supervisor with `AGENT_BOX_ON_OUTCOME` has run on this box since it was last started without one.
+    Off,
+}
+
+/// `notification` of a lease with an outcome in `leases --json` and `ls --json`; every key always present.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutcomeReport {
+    pub state: ReportState,
+    /// `notifiedAt` of a delivered outcome.
+    pub at: Option<String>,
+    /// Failed attempts so far.
+    pub attempts: u64,
+    /// When a pending outcome is tried next, as the lease records it.
+    pub next_at: Option<String>,
 }

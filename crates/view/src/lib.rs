@@ -7,6 +7,7 @@ pub mod claims;
 pub mod context;
 pub mod leases;
 pub mod ls;
+pub mod notification;
 pub mod peers;
 pub mod read;
 pub mod text;

@@ -39,6 +39,11 @@ fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, n
         origin: entry.and_then(|e| e.origin()).map(str::to_owned),
         working_directory: entry.and_then(|e| e.get("workingDirectory")).and_then(Value::as_str).map(str::to_owned),
         unresolved: read::unresolved_outcome(&ctx.paths, name),
+        notification: crate::notification::report_of_name(
+            &ctx.paths,
+            name,
+            crate::notification::configured(&ctx.paths),
+        ),
         backoff_until,
     }
 }
@@ -68,6 +73,7 @@ pub fn unmanaged_row(name: &str) -> LsSession {
         unresolved: None,
         backoff_until: None,
         harness_missing: None,
+        notification: None,
     }
 }
 

@@ -10,6 +10,7 @@
 //! across its trims. `cargo test` runs a small fixed seed; `cargo xtask chaos` any size.
 
 mod model;
+mod notify;
 mod plan;
 mod report;
 mod seen;
@@ -35,6 +36,8 @@ pub struct Options {
     pub seed: u64,
     /// The span over which dispatches and actions are spread (settling may take longer).
     pub duration: Duration,
+    /// Issue 21: run the supervisor with a notifier that fails and hangs at random, and check its deliveries.
+    pub notifier: bool,
 }
 
 /// How long an action may take to settle before it counts as wrong (a liveness bound, never a timing check).
@@ -107,11 +110,13 @@ struct Driver {
     stop_restarts: usize,
     /// When the last wait for a quiet box ended: a step held up behind it is given its own time to get ready.
     unblocked: Duration,
+    notifier: Option<self::notify::ChaosNotifier>,
 }
 
 impl Driver {
     fn new(options: &Options, plan: Plan) -> Self {
-        let world = World::new(options.sessions + 64);
+        let notifier = options.notifier.then(|| self::notify::ChaosNotifier::install(options.seed));
+        let world = World::new(options.sessions + 64, &notifier.as_ref().map(|n| n.env()).unwrap_or_default());
         let paths = world.sb.paths();
         let watch = Watch::start(world.sb.registry(), paths.lease_dir(), paths.hook_log());
         let mut steps: Vec<(Duration, Step)> = plan
@@ -141,6 +146,7 @@ impl Driver {
             kickoff_cache: BTreeMap::new(),
             stop_restarts: 0,
             unblocked: Duration::ZERO,
+            notifier,
         }
     }
 
@@ -162,6 +168,17 @@ impl Driver {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.settle_everything();
+        self.settle_notifications();
+    }
+
+    /// Notifier mode: every outcome still in a lease gets its delivery (retries back off) before the final check.
+    fn settle_notifications(&mut self) {
+        let Some(notifier) = self.notifier.take() else { return };
+        let leases = lease::LeaseDir::new(self.world.sb.paths().lease_dir());
+        if !notifier.settle(&leases, || self.world.keep_supervisor(SUPERVISOR_PAUSE)) {
+            self.report.wrong.push("outcomes were still undelivered at the end of the notifier's wait".into());
+        }
+        self.notifier = Some(notifier);
     }
 
     /// The first due step that may run now. A step that needs a quiet box blocks every later one until it is.
@@ -649,6 +666,12 @@ impl Driver {
             }
         }
         self.watch.stop();
+        if let (Some(notifier), Ok(log)) = (&self.notifier, self.watch.log.lock()) {
+            let leases = lease::LeaseDir::new(self.world.sb.paths().lease_dir());
+            let (figures, wrong) = notifier.figures(&leases, &self.incs, &log.lines);
+            self.report.wrong.extend(wrong);
+            self.report.notify = Some(figures);
+        }
         self.report.dispatched = self.incs.len();
         self.report.samples = self.watch.samples.lock().map(|s| s.clone()).unwrap_or_default();
         if let Ok(log) = self.watch.log.lock() {

@@ -36,6 +36,8 @@ pub struct Report {
     pub truth: Vec<String>,
     pub truth_log: PathBuf,
     pub elapsed: Duration,
+    /// The notifier mode's figures (issue 21).
+    pub notify: Option<super::notify::NotifyFigures>,
 }
 
 impl Report {
@@ -105,6 +107,26 @@ impl fmt::Display for Report {
             self.kills_at_spawn,
             self.server_kills
         )?;
+        if let Some(n) = &self.notify {
+            writeln!(
+                f,
+                "notifier:                 {} outcomes, {} delivered, {} removed before delivery ({}), {} duplicates (each after a supervisor SIGKILL)",
+                n.outcomes,
+                n.delivered,
+                n.removed_first,
+                n.removed_by_text(),
+                n.duplicates
+            )?;
+            writeln!(
+                f,
+                "notifier runs:            {} ({} failed, {} hung past the bound); outcome -> start median {:.0} ms, p95 {:.0} ms (endedAt has 1 s resolution)",
+                n.runs,
+                n.failed_runs,
+                n.hung_runs,
+                n.latency(0.5),
+                n.latency(0.95)
+            )?;
+        }
         writeln!(f, "ground truth:             {} ({:.1} s)", self.truth_log.display(), self.elapsed.as_secs_f64())?;
         if let Some(first) = &s.first_invalid {
             writeln!(f, "INVALID registry read: {first}")?;

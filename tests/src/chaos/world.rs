@@ -32,8 +32,12 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(limit: usize) -> Self {
+    /// `env` is set on the supervisor's environment (the notifier mode's variables, issue 21).
+    pub fn new(limit: usize, env: &[(&str, std::ffi::OsString)]) -> Self {
         let mut sb = Sandbox::in_slot();
+        for (key, value) in env {
+            sb.set_env(key, value.clone());
+        }
         sb.set_umask(0o022);
         sb.set_limit(&limit.to_string());
         chaos_tmux(&mut sb);

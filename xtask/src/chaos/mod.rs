@@ -23,6 +23,10 @@ pub struct ChaosArgs {
     /// Seconds over which dispatches and actions are spread (default: 15, or sessions / 4 when larger).
     #[arg(long, value_name = "SECONDS")]
     duration: Option<u64>,
+    /// Run the supervisor with an outcome notifier that fails and hangs at random (issue 21) and check that every
+    /// outcome is delivered at least once, none for a stale life, duplicates only after a supervisor SIGKILL.
+    #[arg(long)]
+    notifier: bool,
 }
 
 /// Runs the chaos world and returns the exit code.
@@ -40,11 +44,17 @@ pub fn run(args: &ChaosArgs) -> u8 {
     }
     agent_box_tests::bins::use_bin_dir(run::target_dir().join("debug"));
     println!(
-        "chaos: seed {seed}, {} sessions over {seconds} s (replay: cargo xtask chaos --sessions {} --seed {seed} --duration {seconds})",
-        args.sessions, args.sessions
+        "chaos: seed {seed}, {} sessions over {seconds} s (replay: cargo xtask chaos --sessions {} --seed {seed} --duration {seconds}{})",
+        args.sessions,
+        args.sessions,
+        if args.notifier { " --notifier" } else { "" }
     );
-    let options =
-        agent_box_tests::chaos::Options { sessions: args.sessions, seed, duration: Duration::from_secs(seconds) };
+    let options = agent_box_tests::chaos::Options {
+        sessions: args.sessions,
+        seed,
+        duration: Duration::from_secs(seconds),
+        notifier: args.notifier,
+    };
     match catch_unwind(AssertUnwindSafe(|| agent_box_tests::chaos::run(&options))) {
         Ok(report) => {
             print!("{report}");

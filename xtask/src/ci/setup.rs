@@ -24,6 +24,9 @@ struct Tool {
 
 const TMUX: Tool = Tool { program: "tmux", version_arg: "-V", package: "tmux", needed_by: "the workspace tests" };
 
+/// Issue 21: the e2e test of the example notifier (docs/examples/notify-gh.sh) reads its document with jq.
+const JQ: Tool = Tool { program: "jq", version_arg: "--version", package: "jq", needed_by: "the notifier e2e test" };
+
 const NIX_INSTANTIATE: Tool =
     Tool { program: "nix-instantiate", version_arg: "--version", package: "nix-bin", needed_by: "the nix step" };
 
@@ -36,11 +39,12 @@ const SYSTEMD_ANALYZE: Tool = Tool {
     needed_by: "the install tests (systemd-analyze verify of the user units, a real systemd user manager)",
 };
 
-/// Runs the setup step: tmux and nix-instantiate, both always needed (the repository has `.nix` files), and
+/// Runs the setup step: tmux, jq and nix-instantiate, all always needed (the repository has `.nix` files), and
 /// systemd-analyze when it can be installed (its test skips otherwise).
 pub fn run() -> StepResult {
     let mut apt = Apt::detect();
     let mut ok = ensure(&TMUX, &mut apt);
+    ok &= ensure(&JQ, &mut apt);
     ok &= ensure(&NIX_INSTANTIATE, &mut apt);
     if !ensure(&SYSTEMD_ANALYZE, &mut apt) {
         println!("SKIP: systemd stays missing; the unit verification and user-manager tests will skip");

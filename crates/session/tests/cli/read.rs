@@ -128,7 +128,7 @@ scratch                  -        unmanaged
     assert_eq!(quiet(&sb, &["ls"]), expected);
     let row = |name: &str, harness: Value, state: &str, listed: bool| {
         json!({"name": name, "harness": harness, "state": state, "listed": listed, "stopped": false, "died": null,
-               "ephemeral": false, "origin": null, "workingDirectory": null, "unresolved": null, "backoffUntil": null, "harnessMissing": null})
+               "ephemeral": false, "origin": null, "workingDirectory": null, "unresolved": null, "backoffUntil": null, "harnessMissing": null, "notification": null})
     };
     let mut rows = vec![
         row("main", json!("claude"), "live", true),
@@ -145,6 +145,8 @@ scratch                  -        unmanaged
         rows[i]["origin"] = json!("webhook");
         rows[i]["ephemeral"] = json!(true);
         rows[i]["unresolved"] = json!(outcome);
+        // Issue 21: no supervisor wrote the notifier marker, so an undelivered outcome reads "off".
+        rows[i]["notification"] = json!({"state": "off", "at": null, "attempts": 0, "nextAt": null});
     }
     rows[2]["died"] = json!(1);
     let expected = json!({"version": 1, "registry": "ok", "tmux": "ok", "supervisor": "stopped", "sessions": rows});
@@ -435,8 +437,8 @@ fn cl10_leases_order_and_footer() {
     let text = quiet(&sb, &["leases"]);
     let names: Vec<&str> = text.lines().skip(1).map_while(|l| l.split(' ').next().filter(|n| !n.is_empty())).collect();
     assert_eq!(names, ["hook-c", "hook-a", "hook-b", "hook-torn", "hook-open-early", "hook-open-late"], "{text}");
-    assert!(text.contains("\nhook-torn                unreadable -                    -                    -                    -        -\n"), "{text}");
-    assert!(text.contains("\nhook-open-late           open       2026-11-29T12:00:00Z -                    -                    535      github:acme/widget\n"), "{text}");
+    assert!(text.contains("\nhook-torn                unreadable -                          -                    -                    -                    -        -\n"), "{text}");
+    assert!(text.contains("\nhook-open-late           open       -                          2026-11-29T12:00:00Z -                    -                    535      github:acme/widget\n"), "{text}");
     assert!(text.ends_with(
         "\n\n3 unresolved assignment(s): work this box accepted and cannot say finished. Check each, then 'agent-box-session rm NAME' clears it.\n"
     ));
@@ -448,7 +450,7 @@ fn cl10_leases_order_and_footer() {
     assert_eq!(
         rows[3],
         json!({"name": "hook-torn", "readable": false, "topic": null, "object": null, "claimedAt": null,
-        "outcome": null, "endedAt": null, "lastSeenAt": null, "gen": null, "listed": false, "unresolved": false})
+        "outcome": null, "endedAt": null, "lastSeenAt": null, "gen": null, "listed": false, "unresolved": false, "notification": null})
     );
     fs::remove_dir_all(&dir).unwrap();
     let text = quiet(&sb, &["leases"]);

@@ -85,6 +85,7 @@ fn listings(world: &World, out: &mut Artefacts) {
         out.capture(&format!("session/{verb}.txt"), world, &session().arg(verb));
         out.capture(&format!("session/{verb}-json.txt"), world, &session().args([verb, "--json"]));
     }
+    reported_outcomes(world, out);
     out.capture("session/log.txt", world, &session().arg("log"));
     out.capture("session/log-n3.txt", world, &session().args(["log", "-n", "3"]));
     out.capture("session/log-json.txt", world, &session().args(["log", "-n", "3", "--json"]));
@@ -99,6 +100,33 @@ fn listings(world: &World, out: &mut Artefacts) {
     fs::write(world.sb.registry(), "not json\n").unwrap();
     out.capture("session/ls-invalid-registry.txt", world, &session().arg("ls"));
     reset(world);
+}
+
+/// Issue 21: `leases` and `ls --json` with a notifier configured (the supervisor's marker), one outcome delivered
+/// and one waiting for its retry; the plain listings above show the same leases as not configured (`off`).
+fn reported_outcomes(world: &World, out: &mut Artefacts) {
+    const LEASES: &str = ".local/state/agent-box/lease";
+    let edits = [
+        ("hook-acme-widget-77c0", r#""notifiedAt": "2001-01-01T02:31:04Z""#),
+        ("hook-acme-widget-3fa9", r#""notify": {"attempts": 3, "nextAt": "2001-01-01T01:29:15Z"}"#),
+    ];
+    let mut originals = Vec::new();
+    for (name, key) in edits {
+        let path = format!("{LEASES}/{name}.json");
+        let original = fs::read_to_string(world.home().join(&path)).unwrap();
+        let edited = format!("{},\n  {key}\n}}\n", original.trim_end().trim_end_matches('}').trim_end());
+        world.write_home_file(&path, edited.as_bytes());
+        originals.push((path, original));
+    }
+    let marker = ".local/state/agent-box/on-outcome.json";
+    world.write_home_file(marker, br#"{"version": 1, "program": "/opt/notify-gh", "timeoutSecs": 60}"#);
+    out.capture("session/leases-reported.txt", world, &session().arg("leases"));
+    out.capture("session/leases-reported-json.txt", world, &session().args(["leases", "--json"]));
+    out.capture("session/ls-reported-json.txt", world, &session().args(["ls", "--json"]));
+    let _ = fs::remove_file(world.home().join(marker));
+    for (path, original) in originals {
+        world.write_home_file(&path, original.as_bytes());
+    }
 }
 
 /// One invocation per message of 50 §14 that a black-box run reaches, each on a freshly reset box world.

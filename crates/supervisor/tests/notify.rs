@@ -1,0 +1,357 @@
+//! Issue 21 (docs/notification.md): the outcome notifier against an in-memory fake tmux and real notifier
+//! programs (small sh scripts): the document, the environment, delivery once, backoff that survives a restart,
+//! no lock held, a program that never reads or floods its output, the bound, and outcomes of removed leases.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use agent_box_tests::fake_tmux::FakeTmux;
+use agent_box_tests::wait::wait_until;
+use base::SessionName;
+use lease::{EndHow, Expect, HookLog, LeaseDir, LeaseState, Notification, Outcome};
+use serde_json::Value;
+use supervisor::Supervisor;
+use supervisor::config::Config;
+use supervisor::log::Log;
+
+/// The registry lock is one per process; worlds run one at a time (as in reconcile.rs).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+struct World {
+    dir: tempfile::TempDir,
+    _turn: MutexGuard<'static, ()>,
+}
+
+const NAME: &str = "hook-acme-api-0b1e";
+
+impl World {
+    fn new() -> Self {
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        fs::create_dir_all(home.join(".config/agent-box")).unwrap();
+        fs::write(home.join(".config/agent-box/sessions.json"), r#"{"version": 1, "sessions": {}}"#).unwrap();
+        fs::create_dir_all(dir.path().join("out")).unwrap();
+        Self { dir, _turn: turn }
+    }
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+    fn out(&self) -> PathBuf {
+        self.dir.path().join("out")
+    }
+    fn state(&self) -> PathBuf {
+        self.home().join(".local/state/agent-box")
+    }
+    fn leases(&self) -> LeaseDir {
+        LeaseDir::new(self.state().join("lease"))
+    }
+    fn hook_log(&self) -> HookLog {
+        HookLog::new(self.state().join("hook-sessions.jsonl"))
+    }
+    /// Writes the notifier: `body` is sh, run with `OUT` set to the output directory.
+    fn notifier(&self, body: &str) -> PathBuf {
+        let path = self.dir.path().join("notify.sh");
+        fs::write(&path, format!("#!/bin/sh\nOUT='{}'\n{body}\n", self.out().display())).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+    fn supervisor(&self, timeout: Option<&str>) -> Supervisor {
+        let root = self.dir.path().to_path_buf();
+        let home = self.home();
+        let timeout = timeout.map(str::to_owned);
+        let env = move |key: &str| -> Option<OsString> {
+            let value = match key {
+                "HOME" => home.display().to_string(),
+                "USER" => "agent".into(),
+                "AGENT_BOX_SESSIONS_SEED" => root.join("seed.json").display().to_string(),
+                "AGENT_BOX_AGENT_BINS" => "tool=/bin/true".into(),
+                "AGENT_BOX_MARK_STOPPED" => "/bin/true".into(),
+                "AGENT_BOX_TMUX_TMPDIR" => root.display().to_string(),
+                "AGENT_BOX_HOST_LABEL" => "box-1".into(),
+                "AGENT_BOX_ON_OUTCOME" => root.join("notify.sh").display().to_string(),
+                "AGENT_BOX_ON_OUTCOME_TIMEOUT" => timeout.clone()?,
+                _ => return None,
+            };
+            Some(value.into())
+        };
+        let config = Config::from_lookup(env).unwrap();
+        let mut supervisor = Supervisor::new(config, Box::new(FakeTmux::default()), Log::capturing());
+        supervisor.start_up();
+        supervisor
+    }
+    /// A lease of [`NAME`] with `outcome` recorded; the registry lists the name, stopped, with the lease's life (so
+    /// that no sweep or spawn touches it).
+    fn ended_lease(&self, topic: &str, outcome: &Outcome) -> String {
+        let name = SessionName::parse(NAME).unwrap();
+        let lease_gen = self.leases().create(&name, topic, Some("612"), None).unwrap();
+        self.leases().mark_outcome(&name, outcome, &Expect::Any).unwrap();
+        let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+            "life": lease_gen.to_string()}}});
+        fs::write(self.home().join(".config/agent-box/sessions.json"), registry.to_string()).unwrap();
+        lease_gen.to_string()
+    }
+    fn lease(&self) -> Option<lease::Lease> {
+        match self.leases().read(&SessionName::parse(NAME).unwrap()) {
+            LeaseState::Present(lease) => Some(lease),
+            _ => None,
+        }
+    }
+    fn notification(&self) -> Notification {
+        self.lease().map_or(Notification::Nothing, |l| l.notification())
+    }
+    fn runs(&self) -> usize {
+        fs::read_to_string(self.out().join("runs")).map_or(0, |t| t.lines().count())
+    }
+}
+
+fn lines_with(supervisor: &Supervisor, needle: &str) -> usize {
+    supervisor.log().lines().iter().filter(|l| l.contains(needle)).count()
+}
+
+fn tick_until(supervisor: &mut Supervisor, what: &str, mut done: impl FnMut() -> bool) {
+    wait_until(what, || {
+        supervisor.tick();
+        done()
+    });
+}
+
+fn delivered(world: &World) -> bool {
+    matches!(world.notification(), Notification::Delivered { .. })
+}
+
+#[test]
+fn n_1_one_json_document_on_stdin_never_argv_and_the_env_store_reaches_it() {
+    let world = World::new();
+    world.notifier(r#"echo "$#" > "$OUT/argc"; cat > "$OUT/doc.json"; printf %s "$GH_TOKEN" > "$OUT/token"; env > "$OUT/env"; echo run >> "$OUT/runs""#);
+    let store = world.home().join(".config/agent-box/env");
+    fs::write(&store, "GH_TOKEN=ghp_s3cret\nAGENT_BOX_ON_OUTCOME=/evil\n").unwrap();
+    fs::set_permissions(&store, fs::Permissions::from_mode(0o600)).unwrap();
+    let hostile = r#"github:acme/api"; touch /tmp/pwned-n1; echo "$(id)`id`'"#;
+    let lease_gen = world.ended_lease(hostile, &Outcome::Died(3));
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    let doc: Value = serde_json::from_str(&fs::read_to_string(world.out().join("doc.json")).unwrap()).unwrap();
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["name"], NAME);
+    assert_eq!(doc["host"], "box-1");
+    assert_eq!(doc["topic"], hostile, "hostile text reaches it as JSON, byte for byte");
+    assert_eq!(doc["object"], "612");
+    assert_eq!(doc["gen"], lease_gen.as_str());
+    assert_eq!(doc["outcome"], "died:3");
+    assert_eq!(doc["attempt"], 1);
+    for key in ["claimedAt", "endedAt", "lastSeenAt", "restartedAt", "spawn"] {
+        assert!(doc.get(key).is_some(), "{key} in {doc}");
+    }
+    assert_eq!(fs::read_to_string(world.out().join("argc")).unwrap().trim(), "0", "nothing on its argv");
+    assert_eq!(fs::read_to_string(world.out().join("token")).unwrap(), "ghp_s3cret");
+    let env = fs::read_to_string(world.out().join("env")).unwrap();
+    assert!(!env.contains("/evil"), "the store never overrides AGENT_BOX_*: {env}");
+    assert!(!env.contains("AGENT_BOX_REGISTRY_LOCK_FD"), "{env}");
+    assert!(!Path::new("/tmp/pwned-n1").exists());
+    assert_eq!(lines_with(&supervisor, &format!("reported the outcome of '{NAME}' (died:3)")), 1);
+}
+
+#[test]
+fn n_4_exit_0_is_recorded_once_and_the_program_never_runs_again_for_it() {
+    let world = World::new();
+    world.notifier(r#"cat >/dev/null; echo run >> "$OUT/runs""#);
+    world.ended_lease("github:acme/api", &Outcome::Vanished);
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    for _ in 0..5 {
+        supervisor.tick();
+    }
+    let mut restarted = world.supervisor(None);
+    restarted.tick();
+    assert_eq!(world.runs(), 1, "exactly once, across a restart");
+    assert_eq!(lines_with(&supervisor, "reported the outcome"), 1);
+}
+
+static CLOCK: AtomicI64 = AtomicI64::new(0);
+fn clock() -> i64 {
+    CLOCK.load(Ordering::SeqCst)
+}
+
+#[test]
+fn n_5_failures_back_off_from_10_s_doubling_kept_in_the_lease_across_a_restart_one_line_per_streak() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; [ -f "$OUT/ok" ] || { echo "gh: HTTP 502" >&2; exit 4; }"#);
+    world.ended_lease("github:acme/api", &Outcome::Stopped);
+    let t0 = base::time::now_epoch();
+    CLOCK.store(t0, Ordering::SeqCst);
+    let mut supervisor = world.supervisor(None).with_clock(clock);
+    tick_until(&mut supervisor, "the first failure", || {
+        world.notification() == Notification::Pending { attempts: 1, next_at: Some(t0 + 10) }
+    });
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    assert_eq!(world.runs(), 1, "not before nextAt");
+    CLOCK.store(t0 + 10, Ordering::SeqCst);
+    tick_until(&mut supervisor, "the second failure", || {
+        world.notification() == Notification::Pending { attempts: 2, next_at: Some(t0 + 30) }
+    });
+    let failed = lines_with(&supervisor, &format!("could not report the outcome of '{NAME}' (stopped)"));
+    assert_eq!(failed, 1, "one line per streak: {:?}", supervisor.log().lines());
+    assert_eq!(lines_with(&supervisor, "exited with status 4; its last output: \"gh: HTTP 502\""), 1);
+    let mut restarted = world.supervisor(None).with_clock(clock);
+    restarted.tick();
+    assert_eq!(world.runs(), 2, "a restarted supervisor keeps the backoff the lease records");
+    fs::write(world.out().join("ok"), "").unwrap();
+    CLOCK.store(t0 + 30, Ordering::SeqCst);
+    tick_until(&mut restarted, "the delivery", || delivered(&world));
+    assert_eq!(lines_with(&restarted, "(stopped) to ") + lines_with(&restarted, "after 2 failed attempts"), 2);
+    assert!(!world.lease().unwrap().raw().contains_key("notify"));
+}
+
+#[test]
+fn n_3_the_program_runs_while_no_lock_is_held_and_takes_them_itself() {
+    let world = World::new();
+    let registry_lock = world.home().join(".config/agent-box/sessions.json.lock");
+    let lease_lock = world.state().join("lease/.lock");
+    world.notifier(&format!(
+        "flock -n -x '{}' true && flock -n -x '{}' true && echo run >> \"$OUT/runs\"",
+        registry_lock.display(),
+        lease_lock.display()
+    ));
+    world.ended_lease("github:acme/api", &Outcome::Vanished);
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "a delivery whose program took both locks", || delivered(&world));
+    assert_eq!(world.runs(), 1, "{:?}", supervisor.log().lines());
+}
+
+#[test]
+fn n_3_a_program_that_never_reads_and_floods_its_output_blocks_nothing() {
+    let world = World::new();
+    world.notifier(r#"head -c 8000000 /dev/zero; head -c 3000000 /dev/zero >&2; echo run >> "$OUT/runs""#);
+    world.ended_lease("github:acme/api", &Outcome::Died(1));
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    assert_eq!(world.runs(), 1);
+}
+
+#[test]
+fn n_3_a_hanging_program_is_polled_not_waited_for_and_killed_at_its_bound() {
+    let world = World::new();
+    world.notifier(r#"echo $$ > "$OUT/pid"; sleep 300 & wait"#);
+    world.ended_lease("github:acme/api", &Outcome::Died(1));
+    let mut supervisor = world.supervisor(Some("1"));
+    tick_until(&mut supervisor, "the program to start", || world.out().join("pid").exists());
+    // Each of these ticks returns while the program still runs: the loop is never blocked by it.
+    supervisor.tick();
+    let pid: i32 = fs::read_to_string(world.out().join("pid")).unwrap().trim().parse().unwrap();
+    tick_until(&mut supervisor, "the bound", || {
+        matches!(world.notification(), Notification::Pending { attempts: 1, .. })
+    });
+    assert_eq!(lines_with(&supervisor, "did not finish within 1s and was killed"), 1);
+    let gone = || nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err();
+    wait_until("the program's process group to be gone", gone);
+}
+
+#[test]
+fn n_7_an_outcome_removed_first_is_not_delivered_and_its_end_record_says_so() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs""#);
+    world.ended_lease("github:acme/api", &Outcome::Died(2));
+    let name = SessionName::parse(NAME).unwrap();
+    world.leases().finish(&name, &EndHow::Rm, &Expect::Any, Some(&world.hook_log())).unwrap();
+    let mut supervisor = world.supervisor(None);
+    supervisor.tick();
+    supervisor.tick();
+    assert_eq!(world.runs(), 0);
+    let log = fs::read_to_string(world.state().join("hook-sessions.jsonl")).unwrap();
+    assert!(log.contains(r#""how":"rm","lifeSeconds":"#) && log.contains(r#""notified":false"#), "{log}");
+}
+
+#[test]
+fn n_4_a_delivery_for_a_life_that_was_replaced_meanwhile_is_not_recorded_on_the_new_one() {
+    let world = World::new();
+    world.notifier(r#"cat > "$OUT/doc-$$"; echo run >> "$OUT/runs"; while [ ! -f "$OUT/go" ]; do sleep 0.05; done"#);
+    let old = world.ended_lease("github:acme/api", &Outcome::Died(1));
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the first run", || world.runs() == 1);
+    let name = SessionName::parse(NAME).unwrap();
+    world.leases().finish(&name, &EndHow::Rm, &Expect::Any, None).unwrap();
+    let new = world.ended_lease("github:acme/api", &Outcome::Vanished);
+    assert_ne!(old, new);
+    fs::write(world.out().join("go"), "").unwrap();
+    tick_until(&mut supervisor, "the new life's own delivery", || delivered(&world));
+    assert_eq!(world.runs(), 2, "the new life's outcome had its own run");
+    assert_eq!(lines_with(&supervisor, "its lease changed meanwhile, nothing recorded"), 1);
+    let docs: Vec<Value> = fs::read_dir(world.out())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("doc-"))
+        .map(|e| serde_json::from_str(&fs::read_to_string(e.path()).unwrap()).unwrap())
+        .collect();
+    let gens: std::collections::BTreeSet<&str> = docs.iter().filter_map(|d| d["gen"].as_str()).collect();
+    assert_eq!(gens, [old.as_str(), new.as_str()].into_iter().collect());
+}
+
+#[test]
+fn n_8_the_marker_tells_readers_whether_outcomes_are_reported() {
+    let world = World::new();
+    world.notifier("exit 0");
+    let _supervisor = world.supervisor(None);
+    let marker = lease::on_outcome_marker(&world.state());
+    let text = fs::read_to_string(&marker).unwrap();
+    assert!(text.contains("notify.sh") && text.contains("\"timeoutSecs\": 60"), "{text}");
+    assert_eq!(fs::metadata(&marker).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn n_2_the_document_carries_the_hook_log_s_spawn_record_of_the_lease() {
+    let world = World::new();
+    world.notifier(r#"cat > "$OUT/doc.json""#);
+    let name = SessionName::parse(NAME).unwrap();
+    fs::create_dir_all(world.state()).unwrap();
+    let spawn = lease::SpawnRecord {
+        name: &name,
+        topic: "github:acme/api",
+        event: "issues",
+        object: Some("612"),
+        count: Some(2),
+    };
+    let lease_gen = world.leases().create_with_spawn(&spawn, lease::Gen::random(), &world.hook_log()).unwrap();
+    world.leases().mark_outcome(&name, &Outcome::Vanished, &Expect::Any).unwrap();
+    let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+        "life": lease_gen.to_string()}}});
+    fs::write(world.home().join(".config/agent-box/sessions.json"), registry.to_string()).unwrap();
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    let doc: Value = serde_json::from_str(&fs::read_to_string(world.out().join("doc.json")).unwrap()).unwrap();
+    assert_eq!(doc["spawn"]["what"], "spawn", "{doc}");
+    assert_eq!((doc["spawn"]["event"].clone(), doc["spawn"]["count"].clone()), (Value::from("issues"), Value::from(2)));
+}
+
+#[test]
+fn n_11_a_parked_one_shot_session_is_reaped_only_after_its_outcome_is_delivered() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; [ -f "$OUT/ok" ] || exit 3"#);
+    let life = world.ended_lease("github:acme/api", &Outcome::Stopped);
+    let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+        "ephemeral": true, "life": life}}});
+    let sessions = world.home().join(".config/agent-box/sessions.json");
+    fs::write(&sessions, registry.to_string()).unwrap();
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the first failure", || world.runs() == 1);
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    assert!(fs::read_to_string(&sessions).unwrap().contains(NAME), "not reaped while pending");
+    assert!(matches!(world.notification(), Notification::Pending { attempts: 1, .. }), "{:?}", world.notification());
+    assert_eq!(lines_with(&supervisor, "reaped '"), 0, "{:?}", supervisor.log().lines());
+    fs::write(world.out().join("ok"), "").unwrap();
+    let mut later = world.supervisor(None).with_clock(|| base::time::now_epoch() + 60);
+    tick_until(&mut later, "the delivery, then the reap", || !fs::read_to_string(&sessions).unwrap().contains(NAME));
+    assert_eq!(world.runs(), 2);
+    assert!(world.lease().is_none(), "the reap deletes the lease after the delivery");
+    let log = fs::read_to_string(world.state().join("hook-sessions.jsonl")).unwrap();
+    assert!(log.contains(r#""how":"reaped""#) && log.contains(r#""notified":true"#), "{log}");
+}
