@@ -1,5 +1,5 @@
 //! bench section `faults` (spec 90 §8, bar Q8): runs the fault procedures F1–F9 of the harness
-//! (`agent_box_tests::faults`, whose result checks are also the e2e tests `f1_…`–`f9_…`) on the release binaries,
+//! (`agent_box_tests::faults`, whose result checks are also the e2e tests 90 F1–90 F9) on the release binaries,
 //! and reports every result check as a count that must be 1, every bounded time with its bound, and every
 //! counted bound (ticks). A case that needs root prints `SKIP <id>: <reason>`.
 

@@ -145,8 +145,9 @@ fn attach_from_another_server(sb: &Sandbox, wrapper: &Path, operator: &[(String,
     let _ = outer.kill_server();
 }
 
+// UP05
 #[test]
-fn up05_both_user_units_pass_systemd_analyze_verify() {
+fn both_user_units_pass_systemd_analyze_verify() {
     let Some(tool) = tmux::find_on_path("systemd-analyze", std::env::var_os("PATH").as_deref()) else {
         println!("SKIP: systemd-analyze is not installed (ci setup installs the Debian package systemd as root)");
         return;

@@ -123,8 +123,9 @@ fn alive(pid: u32) -> bool {
         .is_ok_and(|stat| stat.rfind(')').is_some_and(|at| !stat[at..].starts_with(") Z")))
 }
 
+// SV19
 #[test]
-fn sv19_an_invalid_registry_that_cannot_be_moved_aside_is_left_alone() {
+fn an_invalid_registry_that_cannot_be_moved_aside_is_left_alone() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry("not json");
@@ -157,8 +158,9 @@ fn sv19_an_invalid_registry_that_cannot_be_moved_aside_is_left_alone() {
     assert!(!sb.supervisor_log().contains("kept it as"), "{}", sb.supervisor_log());
 }
 
+// X06
 #[test]
-fn x06_an_invalid_registry_refuses_cli_writes_until_the_supervisor_repairs_it() {
+fn an_invalid_registry_refuses_cli_writes_until_the_supervisor_repairs_it() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_seed(r#"{"version":1,"sessions":{}}"#);
@@ -210,8 +212,9 @@ fn x06_an_invalid_registry_refuses_cli_writes_until_the_supervisor_repairs_it() 
     );
 }
 
+// X08
 #[test]
-fn x08_a_restart_queued_behind_the_lock_beats_the_reap() {
+fn a_restart_queued_behind_the_lock_beats_the_reap() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[(
         "eph",
@@ -246,8 +249,9 @@ fn x08_a_restart_queued_behind_the_lock_beats_the_reap() {
     assert!(sb.entry("eph").is_some() && sb.is_live("eph"));
 }
 
+// CL08, X01
 #[test]
-fn cl08_x01_real_add_and_rm_races_never_resurrect_and_rm_logs_before_clearing() {
+fn real_add_and_rm_races_never_resurrect_and_rm_logs_before_clearing() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[]));
@@ -278,8 +282,9 @@ fn cl08_x01_real_add_and_rm_races_never_resurrect_and_rm_logs_before_clearing() 
     }
 }
 
+// X02, 30 I15
 #[test]
-fn x02_i15_concurrent_cli_writers_while_spawning_lose_nothing() {
+fn concurrent_cli_writers_while_spawning_lose_nothing() {
     let mut sb = Sandbox::in_slot();
     sb.use_counting_tmux();
     sb.set_limit("64");
@@ -376,8 +381,9 @@ fn x02_i15_concurrent_cli_writers_while_spawning_lose_nothing() {
     assert!(sb.agent("parked").starts() > 2, "parked was crashed and restarted meanwhile");
 }
 
+// X11
 #[test]
-fn x11_writers_killed_at_random_points_leave_a_valid_registry_and_no_temp() {
+fn writers_killed_at_random_points_leave_a_valid_registry_and_no_temp() {
     let mut sb = Sandbox::in_slot();
     sb.use_counting_tmux();
     sb.set_limit("64");
@@ -543,8 +549,9 @@ fn assert_json_files_valid(dir: &Path) {
     }
 }
 
+// H03
 #[test]
-fn h03_hostile_text_reaches_the_agent_verbatim_and_runs_nothing() {
+fn hostile_text_reaches_the_agent_verbatim_and_runs_nothing() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     fs::create_dir_all(sb.home().join(".local/state/local-webhook")).unwrap();
@@ -595,8 +602,9 @@ fn h03_hostile_text_reaches_the_agent_verbatim_and_runs_nothing() {
     assert_json_files_valid(sb.home());
 }
 
+// H07
 #[test]
-fn h07_odd_field_values_are_read_by_the_documented_rules() {
+fn odd_field_values_are_read_by_the_documented_rules() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[
@@ -646,8 +654,9 @@ fn h07_odd_field_values_are_read_by_the_documented_rules() {
     assert_eq!(sb.entry("e5").unwrap()["stopped"], json!("true"));
 }
 
+// H07
 #[test]
-fn h07_a_fatal_shape_is_logged_once_per_streak() {
+fn a_fatal_shape_is_logged_once_per_streak() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[
@@ -664,8 +673,9 @@ fn h07_a_fatal_shape_is_logged_once_per_streak() {
     assert_eq!(sb.agent("e2").starts() + sb.agent("e6").starts(), 0);
 }
 
+// H08
 #[test]
-fn h08_symlinked_lease_and_filter_never_write_through_to_their_decoys() {
+fn symlinked_lease_and_filter_never_write_through_to_their_decoys() {
     let sb = Sandbox::in_slot();
     let decoys = sb.root().join("decoys");
     fs::create_dir_all(&decoys).unwrap();
@@ -749,8 +759,9 @@ fn run_umask_000(sb: &Sandbox, args: &[&str]) -> Assert {
     umask_000(&cmd).stdin(Stdio::null()).assert()
 }
 
+// H09
 #[test]
-fn h09_under_umask_000_every_writer_creates_0600_files_and_0700_directories() {
+fn under_umask_000_every_writer_creates_0600_files_and_0700_directories() {
     let mut sb = Sandbox::in_slot();
     sb.use_counting_tmux();
     sb.set_env("AGENT_BOX_DEFAULT_AGENT", "tool");
@@ -817,8 +828,9 @@ fn h09_under_umask_000_every_writer_creates_0600_files_and_0700_directories() {
     assert!(checked > 10);
 }
 
+// H10
 #[test]
-fn h10_a_registry_of_10000_entries_is_listed_and_ticked() {
+fn a_registry_of_10000_entries_is_listed_and_ticked() {
     let sb = Sandbox::new();
     let mut sessions = serde_json::Map::new();
     for i in 0..10_000 {
@@ -882,8 +894,9 @@ impl Drop for Canary {
     }
 }
 
+// H12
 #[test]
-fn h12_the_default_socket_is_never_reached() {
+fn the_default_socket_is_never_reached() {
     let mut sb = Sandbox::new();
     sb.set_env("AGENT_BOX_DEFAULT_AGENT", "tool");
     fs::create_dir_all(sb.home().join(".local/state/local-webhook")).unwrap();

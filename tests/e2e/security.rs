@@ -3,14 +3,14 @@
 //!
 //! | Check | Tests |
 //! |---|---|
-//! | S1 hostile environment for mark-stopped | mark-stopped cli `h06_ms_9_3_1_hostile_environment_changes_only_baked_files` |
-//! | S2 path traversal | mark-stopped cli `h01_ms_9_3_3_…`, session cli `cl04_add_names_and_validation`, webhook-spawn cli `h02_…`, e2e `h07_…` |
-//! | S3 modes | [`s3_modes_after_a_writer_race_under_umask_000`], [`s3_modes_after_a_writer_race_under_umask_022`], e2e `h09_…`, session cli `rg07_…`, webhook-spawn cli `wh02_ls01_…` |
-//! | S4 untrusted text | e2e `h03_…`, `h04_i27_…`, `h05_…`, registry `quote` property tests (30 SUP-12.6a), tmux adapter `hostile_working_directory_…` (TMX-2) |
-//! | S5 no lock in children | e2e `sv22_i16_…` |
-//! | S6 pane environment | e2e `sv28_i32_…` |
-//! | S7 terminal safety | session cli `cl14_…` |
-//! | S8 resource bounds | [`s8_webhook_spawn_of_20_mib_stdin_and_100_kib_meta_peaks_under_64_mib`], webhook-spawn cli `h10_…`, e2e `h10_…` |
+//! | S1 hostile environment for mark-stopped | mark-stopped cli `hostile_environment_changes_only_baked_files` |
+//! | S2 path traversal | mark-stopped cli `hostile_names_are_refused_before_any_path`, session cli `add_names_and_validation`, webhook-spawn cli `hostile_keys_give_sanitised_names_and_stay_inside_the_sandbox`, e2e H07 |
+//! | S3 modes | [`modes_after_a_writer_race_under_umask_000`], [`modes_after_a_writer_race_under_umask_022`], e2e `under_umask_000_every_writer_creates_0600_files_and_0700_directories`, session cli `directories_0700_files_0600_and_existing_modes_kept`, webhook-spawn cli `an_accepted_batch_adds_the_entry_filter_lease_and_line` |
+//! | S4 untrusted text | e2e `hostile_text_reaches_the_agent_verbatim_and_runs_nothing`, `a_hostile_working_directory_runs_nothing`, `a_95_kib_prompt_reaches_the_agent_byte_for_byte`, registry `quote` property tests (30 SUP-12.6a), tmux adapter `hostile_working_directory_…` (TMX-2) |
+//! | S5 no lock in children | e2e `the_lock_is_free_right_after_a_spawn_that_started_the_server` |
+//! | S6 pane environment | e2e `pane_environment_with_and_without_webhook` |
+//! | S7 terminal safety | session cli `control_characters_show_as_question_marks_and_json_stays_raw` |
+//! | S8 resource bounds | [`webhook_spawn_of_20_mib_stdin_and_100_kib_meta_peaks_under_64_mib`], webhook-spawn cli H10, e2e H10 |
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -143,13 +143,15 @@ fn modes_after_a_writer_race(mask: u32) {
     assert!(checked > 20, "umask {mask:03o}: only {checked} paths");
 }
 
+// S3
 #[test]
-fn s3_modes_after_a_writer_race_under_umask_000() {
+fn modes_after_a_writer_race_under_umask_000() {
     modes_after_a_writer_race(0o000);
 }
 
+// S3
 #[test]
-fn s3_modes_after_a_writer_race_under_umask_022() {
+fn modes_after_a_writer_race_under_umask_022() {
     modes_after_a_writer_race(0o022);
 }
 
@@ -191,9 +193,10 @@ fn peak_rss_kib(cmd: &Command, stdin: &Path, scratch: &Path) -> u64 {
 }
 
 /// 90 S8: webhook-spawn fed 20 MiB of stdin with a 100 KiB META stays under 64 MiB of peak RSS (its prompt bound
-/// is checked by webhook-spawn's `h10_…`).
+/// is checked by webhook-spawn's H10).
+// S8
 #[test]
-fn s8_webhook_spawn_of_20_mib_stdin_and_100_kib_meta_peaks_under_64_mib() {
+fn webhook_spawn_of_20_mib_stdin_and_100_kib_meta_peaks_under_64_mib() {
     let sb = Sandbox::new();
     let batch = sb.root().join("batch");
     let line = |i: usize| format!("{:x<63}\n", format!("[github] event {i:08} on acme/widgets: "));

@@ -23,8 +23,9 @@ fn mode(path: &std::path::Path) -> u32 {
     fs::metadata(path).unwrap().mode() & 0o777
 }
 
+// SV01, 30 I1
 #[test]
-fn sv01_i1_first_spawn_installs_the_seed_and_mirrors() {
+fn first_spawn_installs_the_seed_and_mirrors() {
     let sb = Sandbox::new();
     sb.write_seed(r#"{"version":1,"sessions":{"main":{"agent":"claude","initialPrompt":"Review open PRs"}}}"#);
     sb.once();
@@ -48,8 +49,9 @@ fn sv01_i1_first_spawn_installs_the_seed_and_mirrors() {
     assert_eq!(mode(&sb.launch_file("main")), 0o600);
 }
 
+// SV02
 #[test]
-fn sv02_a_seed_with_a_list_gives_the_empty_registry_and_one_message() {
+fn a_seed_with_a_list_gives_the_empty_registry_and_one_message() {
     let sb = Sandbox::new();
     sb.write_seed(r#"{"version":1,"sessions":[]}"#);
     let stderr = stderr(&sb.once());
@@ -58,8 +60,9 @@ fn sv02_a_seed_with_a_list_gives_the_empty_registry_and_one_message() {
     assert!(sb.live().is_empty());
 }
 
+// SV03
 #[test]
-fn sv03_an_existing_registry_is_never_replaced_by_the_seed() {
+fn an_existing_registry_is_never_replaced_by_the_seed() {
     let sb = Sandbox::new();
     sb.write_seed(r#"{"version":1,"sessions":{"main":{"agent":"tool"}}}"#);
     sb.write_registry(&registry_with(&[("x", json!({"agent": "tool", "stopped": true}))]));
@@ -68,8 +71,9 @@ fn sv03_an_existing_registry_is_never_replaced_by_the_seed() {
     assert!(sb.entry("x").is_some());
 }
 
+// SV05, 30 I3
 #[test]
-fn sv05_i3_a_clean_exit_parks_and_is_not_respawned() {
+fn a_clean_exit_parks_and_is_not_respawned() {
     let sb = Sandbox::in_slot();
     sb.agent("main").control("exit 0");
     sb.write_registry(&registry_with(&[("main", tool(json!({}))), ("other", tool(json!({})))]));
@@ -81,8 +85,9 @@ fn sv05_i3_a_clean_exit_parks_and_is_not_respawned() {
     assert!(!sb.is_live("main"));
 }
 
+// SV06, 30 I4
 #[test]
-fn sv06_i4_a_crash_is_recorded_and_its_pane_kept() {
+fn a_crash_is_recorded_and_its_pane_kept() {
     let sb = Sandbox::in_slot();
     sb.agent("main").control("exit 3");
     sb.write_registry(&registry_with(&[("main", tool(json!({})))]));
@@ -94,8 +99,9 @@ fn sv06_i4_a_crash_is_recorded_and_its_pane_kept() {
     assert!(sb.entry("main").unwrap().get("stopped").is_none());
 }
 
+// SV08, 30 I4
 #[test]
-fn sv08_i4_restart_of_a_died_session_respawns_then_clears_died() {
+fn restart_of_a_died_session_respawns_then_clears_died() {
     let sb = Sandbox::in_slot();
     sb.agent("main").control("exit 3");
     sb.write_registry(&registry_with(&[("main", tool(json!({})))]));
@@ -112,8 +118,9 @@ fn sv08_i4_restart_of_a_died_session_respawns_then_clears_died() {
     assert_eq!(sb.lease("main").unwrap()["outcome"], json!("died:3"), "no vanished over the crash");
 }
 
+// SV07, 30 I6
 #[test]
-fn sv07_i6_a_killed_leased_pane_is_marked_vanished_and_respawned() {
+fn a_killed_leased_pane_is_marked_vanished_and_respawned() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[("hook-x", tool(json!({"ephemeral": true})))]));
     let g = sb.create_lease("hook-x");
@@ -148,8 +155,9 @@ fn start_idle_with_the_timer_out_of_the_way(sb: &mut Sandbox) -> u32 {
 
 /// Issue 12: tmux's session-closed hook wakes the loop. With the timer put out of the way, a killed leased pane is
 /// still marked `vanished` and respawned; the hook was installed by one `set-hook` call, in the first tick.
+// SV07
 #[test]
-fn sv07_a_killed_pane_is_marked_and_respawned_by_the_session_closed_wake() {
+fn a_killed_pane_is_marked_and_respawned_by_the_session_closed_wake() {
     let mut sb = Sandbox::new();
     let pid = start_idle_with_the_timer_out_of_the_way(&mut sb);
     let ticks = sb.ticks_of(pid);
@@ -166,8 +174,9 @@ fn sv07_a_killed_pane_is_marked_and_respawned_by_the_session_closed_wake() {
 
 /// Issue 12: a HOME holding quotes, `$(…)`, backquotes, `#(…)` and `#{…}` reaches the session-closed hook only as
 /// the wake file's path: killing a session still wakes the loop (timer out of the way), and nothing else runs.
+// H04
 #[test]
-fn h04_a_hostile_home_reaches_the_session_closed_wake_only_as_a_path() {
+fn a_hostile_home_reaches_the_session_closed_wake_only_as_a_path() {
     let marker_dir = tempfile::tempdir().unwrap();
     let marker = |n: u32| marker_dir.path().join(format!("M{n}"));
     let home = format!(
@@ -191,8 +200,9 @@ fn side_file_gen(sb: &Sandbox, name: &str) -> Option<String> {
     side["leaseGen"].as_str().map(str::to_owned)
 }
 
+// SV09
 #[test]
-fn sv09_stopped_entries_are_never_started_or_touched() {
+fn stopped_entries_are_never_started_or_touched() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[
         ("parked", tool(json!({"stopped": true}))),
@@ -207,8 +217,9 @@ fn sv09_stopped_entries_are_never_started_or_touched() {
     assert_eq!(sb.agent("parked").starts(), 0);
 }
 
+// SV10, 30 I5
 #[test]
-fn sv10_i5_every_shell_exit_parks() {
+fn every_shell_exit_parks() {
     let sb = Sandbox::in_slot();
     sb.write_registry(&registry_with(&[
         ("sh0", json!({"agent": "shell", "extraArgs": ["-c", "exit 0"]})),
@@ -221,8 +232,9 @@ fn sv10_i5_every_shell_exit_parks() {
     }
 }
 
+// SV11, 30 I10
 #[test]
-fn sv11_i10_an_ephemeral_clean_exit_is_reaped_without_a_reaped_line() {
+fn an_ephemeral_clean_exit_is_reaped_without_a_reaped_line() {
     let sb = Sandbox::in_slot();
     sb.agent("hook-e").control("exit 0");
     sb.write_registry(&registry_with(&[("hook-e", tool(json!({"ephemeral": true})))]));
@@ -238,8 +250,9 @@ fn sv11_i10_an_ephemeral_clean_exit_is_reaped_without_a_reaped_line() {
     assert_eq!(hows, vec![json!("exited")]);
 }
 
+// SV12, 30 I11
 #[test]
-fn sv12_i11_stop_of_a_leased_ephemeral_session_is_reaped_with_one_line() {
+fn stop_of_a_leased_ephemeral_session_is_reaped_with_one_line() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[("hook-s", tool(json!({"ephemeral": true})))]));
     sb.create_lease("hook-s");
@@ -254,8 +267,9 @@ fn sv12_i11_stop_of_a_leased_ephemeral_session_is_reaped_with_one_line() {
     assert_eq!(ends, vec![(json!("reaped"), json!("stopped"))], "the reap carries the operator's stop");
 }
 
+// SV13
 #[test]
-fn sv13_an_ephemeral_crash_is_never_reaped() {
+fn an_ephemeral_crash_is_never_reaped() {
     let sb = Sandbox::in_slot();
     sb.agent("hook-c").control("exit 1");
     sb.write_registry(&registry_with(&[("hook-c", tool(json!({"ephemeral": true})))]));
@@ -265,8 +279,9 @@ fn sv13_an_ephemeral_crash_is_never_reaped() {
     assert_eq!(sb.entry("hook-c").unwrap()["died"], json!(1));
 }
 
+// SV14, 30 I21
 #[test]
-fn sv14_i21_unmanaged_and_connect_panes_are_never_touched() {
+fn unmanaged_and_connect_panes_are_never_touched() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[]));
     for name in ["scratch", "_connect-x"] {
@@ -278,8 +293,9 @@ fn sv14_i21_unmanaged_and_connect_panes_are_never_touched() {
     assert!(sb.is_live("scratch") && sb.is_live("_connect-x"));
 }
 
+// SV16, 30 I25
 #[test]
-fn sv16_i25_an_empty_registry_keeps_the_server_up() {
+fn an_empty_registry_keeps_the_server_up() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[]));
     sb.once();
@@ -287,8 +303,9 @@ fn sv16_i25_an_empty_registry_keeps_the_server_up() {
     assert_eq!(sb.tmux().show_global_option("exit-empty").unwrap().as_deref(), Some("off"));
 }
 
+// SV18, 30 I20
 #[test]
-fn sv18_i20_an_unreadable_registry_is_left_alone() {
+fn an_unreadable_registry_is_left_alone() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     fs::create_dir_all(sb.registry()).unwrap();
@@ -302,8 +319,9 @@ fn sv18_i20_an_unreadable_registry_is_left_alone() {
     assert!(!sb.supervisor_log().contains("corrupt"));
 }
 
+// SV20
 #[test]
-fn sv20_an_idle_tick_runs_one_tmux_process_and_writes_nothing() {
+fn an_idle_tick_runs_one_tmux_process_and_writes_nothing() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     let entries: Vec<(String, Value)> = (0..5).map(|i| (format!("s{i}"), tool(json!({})))).collect();
@@ -325,8 +343,9 @@ fn sv20_an_idle_tick_runs_one_tmux_process_and_writes_nothing() {
     assert_eq!((meta.ino(), meta.mtime_nsec()), (after.ino(), after.mtime_nsec()), "no registry write");
 }
 
+// SV21, 30 I14
 #[test]
-fn sv21_i14_a_held_lock_stops_spawns_with_one_l9() {
+fn a_held_lock_stops_spawns_with_one_l9() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[]));
@@ -345,8 +364,9 @@ fn sv21_i14_a_held_lock_stops_spawns_with_one_l9() {
     sb.wait_live("z");
 }
 
+// SV22, 30 I16
 #[test]
-fn sv22_i16_the_lock_is_free_right_after_a_spawn_that_started_the_server() {
+fn the_lock_is_free_right_after_a_spawn_that_started_the_server() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[("main", tool(json!({})))]));
     sb.once();
@@ -363,8 +383,9 @@ fn sv22_i16_the_lock_is_free_right_after_a_spawn_that_started_the_server() {
     assert!(!held, "the tmux server has the lock file open");
 }
 
+// SV23, 30 I13
 #[test]
-fn sv23_i13_the_queue_drains_in_name_order_and_shell_is_exempt() {
+fn the_queue_drains_in_name_order_and_shell_is_exempt() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.set_limit("2");
@@ -381,8 +402,9 @@ fn sv23_i13_the_queue_drains_in_name_order_and_shell_is_exempt() {
     sb.wait_live("sh");
 }
 
+// SV24
 #[test]
-fn sv24_died_entries_hold_no_slot() {
+fn died_entries_hold_no_slot() {
     let sb = Sandbox::new();
     sb.set_limit("2");
     sb.write_registry(&registry_with(&[("a", tool(json!({"died": 1, "hasRun": true}))), ("b", tool(json!({})))]));
@@ -397,8 +419,9 @@ fn sv24_died_entries_hold_no_slot() {
     sb.wait_live("c");
 }
 
+// SV25, 30 I19
 #[test]
-fn sv25_i19_ghost_side_files_are_swept_and_others_kept() {
+fn ghost_side_files_are_swept_and_others_kept() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[("parked", tool(json!({"stopped": true})))]));
     let side = sb.state_dir().join("session");
@@ -413,8 +436,9 @@ fn sv25_i19_ghost_side_files_are_swept_and_others_kept() {
     }
 }
 
+// SV26, 30 I22
 #[test]
-fn sv26_i22_an_illegal_key_is_never_started_and_logged_once() {
+fn an_illegal_key_is_never_started_and_logged_once() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[("bad name!", tool(json!({})))]));
@@ -433,8 +457,9 @@ fn sv26_i22_an_illegal_key_is_never_started_and_logged_once() {
     assert!(side.join("bad name!.json").exists());
 }
 
+// SV27, 30 I26
 #[test]
-fn sv27_i26_the_dry_run_equals_the_real_spawn() {
+fn the_dry_run_equals_the_real_spawn() {
     let sb = Sandbox::new();
     let id = "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90";
     sb.write_registry(&registry_with(&[(
@@ -465,8 +490,9 @@ fn sv27_i26_the_dry_run_equals_the_real_spawn() {
     assert_eq!(sb.agent("dry").last().argv, dry);
 }
 
+// SV28, 30 I32
 #[test]
-fn sv28_i32_pane_environment_with_and_without_webhook() {
+fn pane_environment_with_and_without_webhook() {
     for webhook in [false, true] {
         let mut sb = Sandbox::new();
         let state = sb.root().join("hooks #{pane_pid}");
@@ -494,8 +520,9 @@ fn sv28_i32_pane_environment_with_and_without_webhook() {
     }
 }
 
+// SV29, 30 I9
 #[test]
-fn sv29_i9_the_pane_reports_against_its_own_gen() {
+fn the_pane_reports_against_its_own_gen() {
     let sb = Sandbox::in_slot();
     sb.write_registry(&registry_with(&[("hook-g", tool(json!({})))]));
     let g1 = sb.create_lease("hook-g");
@@ -514,8 +541,9 @@ fn sv29_i9_the_pane_reports_against_its_own_gen() {
     assert_eq!(fs::read(sb.lease_path("hook-g")).unwrap(), g2_bytes, "the newer lease is untouched");
 }
 
+// SV30, 30 I2
 #[test]
-fn sv30_i2_a_killed_pane_resumes_its_transcript_without_a_prompt() {
+fn a_killed_pane_resumes_its_transcript_without_a_prompt() {
     let sb = Sandbox::new();
     let id = "11111111-2222-4333-8444-555555555555";
     sb.write_registry(&registry_with(&[(
@@ -534,8 +562,9 @@ fn sv30_i2_a_killed_pane_resumes_its_transcript_without_a_prompt() {
     assert!(!argv.contains(&"--".to_string()), "no prompt: {argv:?}");
 }
 
+// SV31, 30 I33
 #[test]
-fn sv31_i33_sigterm_ends_the_loop_and_leaves_sessions_running() {
+fn sigterm_ends_the_loop_and_leaves_sessions_running() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[("main", tool(json!({})))]));
@@ -549,8 +578,9 @@ fn sv31_i33_sigterm_ends_the_loop_and_leaves_sessions_running() {
     assert!(HeldLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO).is_ok());
 }
 
+// SV32, 30 I23
 #[test]
-fn sv32_i23_panes_that_keep_vanishing_back_off() {
+fn panes_that_keep_vanishing_back_off() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.set_env("AGENT_BOX_MARK_STOPPED", "/bin/true");
@@ -566,8 +596,9 @@ fn sv32_i23_panes_that_keep_vanishing_back_off() {
     assert!(sb.log_count("'flap' keeps exiting") >= 1);
 }
 
+// SV33, 30 I30
 #[test]
-fn sv33_i30_a_missing_working_directory_starts_in_home() {
+fn a_missing_working_directory_starts_in_home() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[("main", tool(json!({"workingDirectory": "/nonexistent/dir"})))]));
@@ -578,8 +609,9 @@ fn sv33_i30_a_missing_working_directory_starts_in_home() {
     assert_eq!(sb.log_count("working directory '/nonexistent/dir' is not usable"), 1);
 }
 
+// SV34
 #[test]
-fn sv34_orphan_filters_are_swept_at_start_up_after_their_grace() {
+fn orphan_filters_are_swept_at_start_up_after_their_grace() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[("main", tool(json!({"stopped": true})))]));
     let dir = sb.home().join(".local/state/local-webhook");
@@ -609,8 +641,9 @@ fn sv34_orphan_filters_are_swept_at_start_up_after_their_grace() {
     }
 }
 
+// H04, 30 I27
 #[test]
-fn h04_i27_a_hostile_working_directory_runs_nothing() {
+fn a_hostile_working_directory_runs_nothing() {
     let sb = Sandbox::new();
     let marker = sb.root().join("M4");
     let dir = sb.home().join(format!("w #(touch {}) #{{pane_pid}} 'q'", marker.display()));
@@ -628,8 +661,9 @@ fn h04_i27_a_hostile_working_directory_runs_nothing() {
     assert!(!marker.exists());
 }
 
+// H05
 #[test]
-fn h05_a_95_kib_prompt_reaches_the_agent_byte_for_byte() {
+fn a_95_kib_prompt_reaches_the_agent_byte_for_byte() {
     let sb = Sandbox::new();
     let prompt: String = (0..95 * 1024).map(|i| ['a', '\'', ' ', '\n', 'é', '$'][i % 6]).collect();
     sb.write_registry(&registry_with(&[("big", json!({"agent": "tool", "initialPrompt": prompt.clone()}))]));
@@ -640,8 +674,9 @@ fn h05_a_95_kib_prompt_reaches_the_agent_byte_for_byte() {
     assert_eq!(mode(&sb.launch_file("big")), 0o600);
 }
 
+// X01, 30 I12
 #[test]
-fn x01_i12_removed_sessions_never_come_back() {
+fn removed_sessions_never_come_back() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[]));
@@ -663,8 +698,9 @@ fn x01_i12_removed_sessions_never_come_back() {
     assert!(!sb.is_live("racer"));
 }
 
+// SV04
 #[test]
-fn sv04_a_new_entry_starts_on_the_early_wake() {
+fn a_new_entry_starts_on_the_early_wake() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[]));
@@ -674,8 +710,9 @@ fn sv04_a_new_entry_starts_on_the_early_wake() {
     sb.wait_live("y");
 }
 
+// SV15, 30 I24
 #[test]
-fn sv15_i24_a_killed_server_comes_back_with_every_session() {
+fn a_killed_server_comes_back_with_every_session() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[("a", tool(json!({}))), ("b", tool(json!({}))), ("hook-l", tool(json!({})))]));
@@ -690,8 +727,9 @@ fn sv15_i24_a_killed_server_comes_back_with_every_session() {
     assert_eq!(sb.log_count("managed sessions disappeared at once"), 1, "{}", sb.supervisor_log());
 }
 
+// SV17, 30 I18
 #[test]
-fn sv17_i18_a_corrupt_registry_is_quarantined_and_its_leases_spared() {
+fn a_corrupt_registry_is_quarantined_and_its_leases_spared() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_seed(r#"{"version":1,"sessions":{"main":{"agent":"tool"}}}"#);
@@ -723,8 +761,9 @@ fn sv17_i18_a_corrupt_registry_is_quarantined_and_its_leases_spared() {
 use agent_box_tests::fixtures::{registry_with, tool};
 use std::os::unix::fs::PermissionsExt;
 
+// LS04
 #[test]
-fn ls04_a_crash_after_vanished_keeps_vanished() {
+fn a_crash_after_vanished_keeps_vanished() {
     let sb = Sandbox::in_slot();
     sb.write_registry(&registry_with(&[("hook-v", tool(json!({})))]));
     sb.create_lease("hook-v");
@@ -739,8 +778,9 @@ fn ls04_a_crash_after_vanished_keeps_vanished() {
     assert_eq!((&lease["outcome"], &lease["endedAt"]), (&json!("vanished"), &ended));
 }
 
+// LS09
 #[test]
-fn ls09_heartbeat_sets_last_seen_once_a_minute_and_freezes_with_an_outcome() {
+fn heartbeat_sets_last_seen_once_a_minute_and_freezes_with_an_outcome() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[("hook-h", tool(json!({})))]));
     sb.create_lease("hook-h");
@@ -754,8 +794,9 @@ fn ls09_heartbeat_sets_last_seen_once_a_minute_and_freezes_with_an_outcome() {
     assert_eq!(sb.lease("hook-h").unwrap()["lastSeenAt"], seen, "unchanged within a minute");
 }
 
+// LS10, 30 I19
 #[test]
-fn ls10_i19_unlisted_leases_are_swept_after_30s_and_listed_ones_kept() {
+fn unlisted_leases_are_swept_after_30s_and_listed_ones_kept() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[
         ("hook-st", tool(json!({"stopped": true}))),
@@ -776,8 +817,9 @@ fn ls10_i19_unlisted_leases_are_swept_after_30s_and_listed_ones_kept() {
     assert_eq!(swept[0]["name"], json!("hook-old"));
 }
 
+// X03
 #[test]
-fn x03_a_stop_written_while_the_supervisor_waits_for_the_lock_wins() {
+fn a_stop_written_while_the_supervisor_waits_for_the_lock_wins() {
     for control in [false, true] {
         let mut sb = Sandbox::new();
         sb.use_counting_tmux();
@@ -808,8 +850,9 @@ fn x03_a_stop_written_while_the_supervisor_waits_for_the_lock_wins() {
     }
 }
 
+// X05
 #[test]
-fn x05_restart_of_a_crashed_leased_session_keeps_died_until_a_clean_exit() {
+fn restart_of_a_crashed_leased_session_keeps_died_until_a_clean_exit() {
     let sb = Sandbox::in_slot();
     sb.agent("hook-r").control("exit 1");
     sb.write_registry(&registry_with(&[("hook-r", tool(json!({"ephemeral": true})))]));
@@ -830,8 +873,9 @@ fn x05_restart_of_a_crashed_leased_session_keeps_died_until_a_clean_exit() {
     assert!(sb.entry("hook-r").is_none(), "reaped after the clean exit");
 }
 
+// X10
 #[test]
-fn x10_a_new_supervisor_adopts_live_panes_without_respawning() {
+fn a_new_supervisor_adopts_live_panes_without_respawning() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.write_registry(&registry_with(&[("a", tool(json!({}))), ("hook-x", tool(json!({})))]));
@@ -875,8 +919,9 @@ fn sup_2_6a_a_spawn_the_dying_supervisor_never_recorded_is_adopted_then_marked_v
     assert_eq!(side_file_gen(&sb, "hook-k"), Some(lease_gen), "and the lease gen");
 }
 
+// X04
 #[test]
-fn x04_the_post_check_kills_a_spawn_whose_entry_vanished_meanwhile() {
+fn the_post_check_kills_a_spawn_whose_entry_vanished_meanwhile() {
     let mut sb = Sandbox::new();
     sb.write_registry(&registry_with(&[("z", tool(json!({})))]));
     let without_z = sb.root().join("without-z.json");
@@ -903,8 +948,9 @@ fn x04_the_post_check_kills_a_spawn_whose_entry_vanished_meanwhile() {
     assert!(!sb.side_file("z").exists());
 }
 
+// SV20
 #[test]
-fn sv20_two_hundred_live_entries_idle_tick_one_tmux_process_no_write() {
+fn two_hundred_live_entries_idle_tick_one_tmux_process_no_write() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.set_limit("256");
@@ -931,8 +977,9 @@ fn sv20_two_hundred_live_entries_idle_tick_one_tmux_process_no_write() {
     assert_eq!(fs::metadata(sb.side_file("e100")).unwrap().mtime_nsec(), side_mtime);
 }
 
+// RG13, SUP-10.5
 #[test]
-fn rg13_sup_10_5_temps_of_killed_writers_are_swept_under_their_locks() {
+fn temps_of_killed_writers_are_swept_under_their_locks() {
     let sb = Sandbox::new();
     sb.write_registry(&registry_with(&[]));
     let filters = sb.home().join(".local/state/local-webhook");

@@ -56,8 +56,9 @@ fn calls_after(sb: &Sandbox, pid: u32, from: usize) -> Vec<String> {
     sb.tmux_calls_of(pid).into_iter().skip(from).collect()
 }
 
+// UP01, UP02, UP03
 #[test]
-fn up01_up02_up03_an_upgrade_keeps_every_pane_and_old_panes_report_through_the_stable_path() {
+fn an_upgrade_keeps_every_pane_and_old_panes_report_through_the_stable_path() {
     let mut sb = Sandbox::in_slot();
     Fleet::prepare(&mut sb, "16");
     let baked = sb.epilogue();
@@ -122,8 +123,9 @@ fn up01_up02_up03_an_upgrade_keeps_every_pane_and_old_panes_report_through_the_s
     assert_eq!(sb.agent("hook-3").starts(), 1, "a crash is kept for inspection, not respawned");
 }
 
+// UP04
 #[test]
-fn up04_a_lost_tmux_unit_is_waited_for_then_every_session_respawns_once() {
+fn a_lost_tmux_unit_is_waited_for_then_every_session_respawns_once() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     let unit = sb.start_tmux_unit();
@@ -159,8 +161,9 @@ fn up04_a_lost_tmux_unit_is_waited_for_then_every_session_respawns_once() {
     assert_eq!(sb.log_count("managed sessions disappeared at once"), 1, "{}", sb.supervisor_log());
 }
 
+// UP04
 #[test]
-fn up04_with_an_external_server_the_supervisor_never_starts_one() {
+fn with_an_external_server_the_supervisor_never_starts_one() {
     let mut sb = Sandbox::new();
     sb.use_counting_tmux();
     sb.set_env("AGENT_BOX_TMUX_SERVER", "external");
@@ -198,8 +201,9 @@ fn golden(rel: &str) -> String {
     fs::read_to_string(agent_box_tests::workspace_root().join("golden").join(rel)).unwrap()
 }
 
+// UP05
 #[test]
-fn up05_the_installed_user_units_are_two_and_the_supervisor_s_has_no_stop_command() {
+fn the_installed_user_units_are_two_and_the_supervisor_s_has_no_stop_command() {
     let tmux = directives(&golden("install/agent-box-tmux.service"));
     for (key, value) in [
         ("Type", "simple"),
@@ -233,8 +237,9 @@ fn up05_the_installed_user_units_are_two_and_the_supervisor_s_has_no_stop_comman
     assert!(env.contains("AGENT_BOX_MARK_STOPPED=<ROOT>/prefix/bin/agent-box-mark-stopped\n"), "{env}");
 }
 
+// UP05
 #[test]
-fn up05_the_nixos_module_gives_each_user_two_units_and_the_stable_epilogue() {
+fn the_nixos_module_gives_each_user_two_units_and_the_stable_epilogue() {
     for case in ["a-one-user-defaults", "b-two-users-webhook"] {
         let doc: Value = serde_json::from_str(&golden(&format!("nix/{case}.json"))).unwrap();
         for (name, user) in doc["users"].as_object().unwrap() {

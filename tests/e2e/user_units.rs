@@ -33,8 +33,9 @@ struct Running {
     leased: Vec<String>,
 }
 
+// UP02, UP04
 #[test]
-fn up02_up04_the_installed_user_units_hold_under_a_real_systemd_user_manager() {
+fn the_installed_user_units_hold_under_a_real_systemd_user_manager() {
     let manager = match UserManager::start() {
         Ok(manager) => manager,
         Err(Skip(why)) => {

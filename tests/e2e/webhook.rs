@@ -28,8 +28,9 @@ fn prepared(sb: &mut Sandbox) {
     fs::create_dir_all(sb.home().join(".local/state/local-webhook")).unwrap();
 }
 
+// WH13
 #[test]
-fn wh13_the_dispatched_session_gets_its_prompt_and_its_gen() {
+fn the_dispatched_session_gets_its_prompt_and_its_gen() {
     let mut sb = Sandbox::new();
     prepared(&mut sb);
     sb.use_counting_tmux();
@@ -52,8 +53,9 @@ fn wh13_the_dispatched_session_gets_its_prompt_and_its_gen() {
     assert!(script.contains(&format!("{name} 0 {lease_gen}")), "the epilogue carries the lease gen");
 }
 
+// WH16, H05
 #[test]
-fn wh16_h05_a_batch_near_the_bound_arrives_whole() {
+fn a_batch_near_the_bound_arrives_whole() {
     let mut sb = Sandbox::new();
     prepared(&mut sb);
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
@@ -71,8 +73,9 @@ fn wh16_h05_a_batch_near_the_bound_arrives_whole() {
     assert!(quoted > 45 * 1024 && !stored.contains("were left out"), "{quoted}");
 }
 
+// X07
 #[test]
-fn x07_spawn_crash_rm_leaves_a_complete_audit_trail() {
+fn spawn_crash_rm_leaves_a_complete_audit_trail() {
     let mut sb = Sandbox::in_slot();
     prepared(&mut sb);
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
@@ -92,8 +95,9 @@ fn x07_spawn_crash_rm_leaves_a_complete_audit_trail() {
     );
 }
 
+// X09
 #[test]
-fn x09_a_deferred_batch_starts_once_a_slot_frees() {
+fn a_deferred_batch_starts_once_a_slot_frees() {
     let mut sb = Sandbox::new();
     prepared(&mut sb);
     sb.set_limit("2");

@@ -442,8 +442,9 @@ fn ls_11_12_non_hook_names_get_no_end_record() {
     assert!(fx.log_lines().is_empty());
 }
 
+// LS13, 20 §11.12
 #[test]
-fn ls13_ls_11_12_concurrent_appends_never_interleave() {
+fn concurrent_appends_never_interleave() {
     let fx = Fixture::new();
     let path = fx.state.join("hook-sessions.jsonl");
     let children: Vec<_> = (0..16)
@@ -537,8 +538,9 @@ fn ls_11_15_lock_descriptors_do_not_leak_into_children() {
     child.wait().unwrap();
 }
 
+// LS14, 20 §11.16
 #[test]
-fn ls14_ls_11_16_refusal_record() {
+fn refusal_record_counts_each_refusal_and_restarts_from_garbage() {
     let fx = Fixture::new();
     let record = RefusalRecord::new(fx.state.join("webhook-spawn-refused.json")).with_clock(at_t0);
     assert_eq!(record.bump(Some(4), Some(4), "github:acme/*", "acme/widgets", "").unwrap(), 1);

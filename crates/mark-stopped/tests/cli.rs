@@ -117,8 +117,9 @@ fn help_exits_0_and_describes_the_argv() {
     Command::new(bin("agent-box-mark-stopped")).arg("--help").env_clear().assert().code(0).stdout(usage);
 }
 
+// MS01
 #[test]
-fn ms01_unbaked_build_says_so_once_and_records_nothing() {
+fn unbaked_build_says_so_once_and_records_nothing() {
     let home = tempfile::tempdir().unwrap();
     let out =
         Command::new(bin("agent-box-mark-stopped")).args(["main", "0"]).env_clear().env("HOME", home.path()).assert();
@@ -129,15 +130,17 @@ fn ms01_unbaked_build_says_so_once_and_records_nothing() {
     Command::new(bin("agent-box-mark-stopped")).arg("--print-paths").env_clear().assert().code(0).stdout("unbaked\n");
 }
 
+// MS02
 #[test]
-fn ms02_print_paths_of_a_baked_binary() {
+fn print_paths_of_a_baked_binary() {
     let baked = Baked::dev();
     let expected = expected_paths(&baked.registry(), &baked.state());
     Command::new(&baked.binary).arg("--print-paths").env_clear().assert().code(0).stdout(expected);
 }
 
+// MS03
 #[test]
-fn ms03_clean_exit_appends_stopped_last_and_changes_nothing_else() {
+fn clean_exit_appends_stopped_last_and_changes_nothing_else() {
     let baked = Baked::dev();
     baked.write_registry(&main_entry());
     baked.run(&["main", "0"]);
@@ -150,8 +153,9 @@ fn ms03_clean_exit_appends_stopped_last_and_changes_nothing_else() {
     assert!(text.starts_with("{\n  \"version\": 1,\n  \"x-top\": true,"));
 }
 
+// MS04
 #[test]
-fn ms04_crash_records_died_and_garbled_statuses_read_as_1() {
+fn crash_records_died_and_garbled_statuses_read_as_1() {
     let baked = Baked::dev();
     for (status, want) in [("3", 3), ("abc", 1), ("", 1), ("7", 7), ("000", 0)] {
         baked.write_registry(&main_entry());
@@ -173,8 +177,9 @@ fn ms04_crash_records_died_and_garbled_statuses_read_as_1() {
     assert_eq!(baked.read_registry()["sessions"]["main"]["stopped"], json!(true), "absent STATUS is 0");
 }
 
+// MS05
 #[test]
-fn ms05_absent_entry_missing_or_invalid_registry_change_nothing() {
+fn absent_entry_missing_or_invalid_registry_change_nothing() {
     let baked = Baked::dev();
     baked.write_registry(&main_entry());
     let before = fs::read(baked.registry()).unwrap();
@@ -196,8 +201,9 @@ fn ms05_absent_entry_missing_or_invalid_registry_change_nothing() {
     assert_eq!(fs::metadata(baked.registry()).unwrap().mtime_nsec(), mtime, "already stopped: no write");
 }
 
+// MS05
 #[test]
-fn ms05_missing_registry_directory_creates_nothing_anywhere() {
+fn missing_registry_directory_creates_nothing_anywhere() {
     let slot = Slot::claim();
     let binary = bake(&registry_of(slot.root()), &state_of(slot.root()), Profile::Dev).unwrap();
     for args in [["main", "0"], ["hook-x", "3"]] {
@@ -206,8 +212,9 @@ fn ms05_missing_registry_directory_creates_nothing_anywhere() {
     assert_eq!(fs::read_dir(slot.root()).unwrap().count(), 0, "nothing created under the root");
 }
 
+// MS06
 #[test]
-fn ms06_clean_exit_of_a_leased_hook_session() {
+fn clean_exit_of_a_leased_hook_session() {
     let baked = Baked::dev();
     baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude", "ephemeral": true}}}));
     let g = baked.create_lease("hook-x");
@@ -220,8 +227,9 @@ fn ms06_clean_exit_of_a_leased_hook_session() {
     assert_eq!(fs::metadata(baked.hook_log()).unwrap().mode() & 0o777, 0o600);
 }
 
+// MS07
 #[test]
-fn ms07_crash_of_a_leased_hook_session() {
+fn crash_of_a_leased_hook_session() {
     let baked = Baked::dev();
     baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
     let g = baked.create_lease("hook-x");
@@ -234,8 +242,9 @@ fn ms07_crash_of_a_leased_hook_session() {
     assert_eq!(baked.read_registry()["sessions"]["hook-x"]["died"], json!(2));
 }
 
+// MS08
 #[test]
-fn ms08_gen_forms_any_and_no_lease() {
+fn gen_forms_any_and_no_lease() {
     let baked = Baked::dev();
     baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
     baked.create_lease("hook-x");
@@ -256,8 +265,9 @@ fn ms08_gen_forms_any_and_no_lease() {
     assert_eq!(lease["outcome"], json!("died:2"), "first outcome wins");
 }
 
+// MS08
 #[test]
-fn ms08_a_vanished_lease_keeps_vanished() {
+fn a_vanished_lease_keeps_vanished() {
     let baked = Baked::dev();
     baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
     let g = baked.create_lease("hook-x");
@@ -269,8 +279,9 @@ fn ms08_a_vanished_lease_keeps_vanished() {
     assert_eq!(lease["outcome"], json!("vanished"));
 }
 
+// LS08, 20 §11.2
 #[test]
-fn ls08_ls_11_2_name_reuse_never_touches_the_new_lease() {
+fn name_reuse_never_touches_the_new_lease() {
     let baked = Baked::dev();
     baked.write_registry(&json!({"version": 1, "sessions": {"hook-a": {"agent": "claude"}}}));
     let g1 = baked.create_lease("hook-a");
@@ -285,8 +296,9 @@ fn ls08_ls_11_2_name_reuse_never_touches_the_new_lease() {
     assert!(baked.log_lines().is_empty(), "no end record");
 }
 
+// MS05
 #[test]
-fn ms05_entry_absent_means_no_end_record() {
+fn entry_absent_means_no_end_record() {
     let baked = Baked::dev();
     baked.write_registry(&json!({"version": 1, "sessions": {}}));
     let g = baked.create_lease("hook-x");
@@ -295,8 +307,9 @@ fn ms05_entry_absent_means_no_end_record() {
     assert!(!baked.lease("hook-x").exists(), "the lease is still resolved");
 }
 
+// LS05, MS-9.2 item 6
 #[test]
-fn ls05_ms_9_2_6_non_hook_names_get_no_end_record_and_no_lease_dir() {
+fn non_hook_names_get_no_end_record_and_no_lease_dir() {
     let baked = Baked::dev();
     baked.write_registry(&main_entry());
     baked.run(&["main", "3"]);
@@ -305,8 +318,9 @@ fn ls05_ms_9_2_6_non_hook_names_get_no_end_record_and_no_lease_dir() {
     assert!(!baked.state().join("lease").exists(), "LS05: no lease directory is created");
 }
 
+// MS09
 #[test]
-fn ms09_a_hung_lock_holder_is_outlasted_silently() {
+fn a_hung_lock_holder_is_outlasted_silently() {
     let baked = Baked::dev();
     baked.write_registry(&main_entry());
     let before = fs::read(baked.registry()).unwrap();
@@ -340,8 +354,9 @@ fn ms09_a_hung_lock_holder_is_outlasted_silently() {
     assert_eq!(baked.read_registry()["sessions"]["main"]["died"], json!(3), "a later pass landed the write");
 }
 
+// MS10
 #[test]
-fn ms10_concurrent_writers_keep_the_counter_and_the_crash() {
+fn concurrent_writers_keep_the_counter_and_the_crash() {
     let baked = Baked::dev();
     baked.write_registry(&json!({"version": 1, "sessions": {"main": {"agent": "claude"}, "c": {"count": 0}}}));
     let rmw = agent_box_tests::bins::bin_dir().join("examples/rmw");
@@ -372,8 +387,9 @@ fn ms10_concurrent_writers_keep_the_counter_and_the_crash() {
     assert_eq!(doc["sessions"]["c"]["count"], json!(100));
 }
 
+// MS11
 #[test]
-fn ms11_production_bake_is_static_and_records() {
+fn production_bake_is_static_and_records() {
     let baked = Baked::new(Profile::Epilogue);
     assert!(!has_interpreter(&baked.binary).unwrap(), "no PT_INTERP");
     match Command::new("file").arg(&baked.binary).output() {
@@ -395,8 +411,9 @@ fn ms11_production_bake_is_static_and_records() {
     assert_eq!(baked.read_registry()["sessions"]["main"]["died"], json!(4));
 }
 
+// MS12
 #[test]
-fn ms12_read_only_directories_change_nothing() {
+fn read_only_directories_change_nothing() {
     let baked = Baked::dev();
     baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude"}}}));
     fs::write(baked.registry().with_extension("json.lock"), b"").unwrap();
@@ -424,8 +441,9 @@ fn ms12_read_only_directories_change_nothing() {
     assert_eq!(after, before, "registry and lease unchanged");
 }
 
+// H06, MS-9.3 item 1
 #[test]
-fn h06_ms_9_3_1_hostile_environment_changes_only_baked_files() {
+fn hostile_environment_changes_only_baked_files() {
     let baked = Baked::dev();
     let hostile = baked.root().join("hostile");
     fs::create_dir_all(hostile.join("bin")).unwrap();
@@ -501,8 +519,9 @@ fn ms_9_3_2_an_inherited_lock_fd_is_never_adopted() {
     drop(held);
 }
 
+// H01, MS-9.3 item 3
 #[test]
-fn h01_ms_9_3_3_hostile_names_are_refused_before_any_path() {
+fn hostile_names_are_refused_before_any_path() {
     let baked = Baked::dev();
     baked.write_registry(&main_entry());
     let before = tree(baked.root().parent().unwrap());

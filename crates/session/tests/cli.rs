@@ -31,8 +31,9 @@ fn help_and_a_usage_error() {
     session(&sb, &[]).code(2);
 }
 
+// CL04
 #[test]
-fn cl04_add_names_and_validation() {
+fn add_names_and_validation() {
     let sb = Sandbox::new();
     let ok = "a".repeat(150);
     session(&sb, &["add", &ok]).code(0);
@@ -57,8 +58,9 @@ fn cl04_add_names_and_validation() {
         .stderr("harness 'nope' is not available (available: claude codex shell tool)\n");
 }
 
+// CL04
 #[test]
-fn cl04_cwd_rules() {
+fn cwd_rules() {
     let sb = Sandbox::new();
     let home = sb.home();
     fs::create_dir_all(home.join("src/app")).unwrap();
@@ -77,8 +79,9 @@ fn cl04_cwd_rules() {
     session(&sb, &["add", "f", "--cwd", "~/file"]).code(2).stderr(predicate::str::contains("is not a directory"));
 }
 
+// CL04
 #[test]
-fn cl04_cwd_under_a_symlinked_home_is_accepted() {
+fn cwd_under_a_symlinked_home_is_accepted() {
     let mut sb = Sandbox::new();
     let real = sb.home().to_path_buf();
     fs::create_dir_all(real.join("work")).unwrap();
@@ -90,8 +93,9 @@ fn cl04_cwd_under_a_symlinked_home_is_accepted() {
     assert_eq!(sb.entry("w").unwrap()["workingDirectory"], json!(real.join("work").to_str().unwrap()));
 }
 
+// CL04
 #[test]
-fn cl04_the_entry_has_the_documented_shape() {
+fn the_entry_has_the_documented_shape() {
     let sb = Sandbox::new();
     fs::create_dir_all(sb.home().join("notes")).unwrap();
     let out = session(
@@ -130,8 +134,9 @@ fn cl04_the_entry_has_the_documented_shape() {
     codex.stdout("session 'cx' (codex) added — the supervisor starts it within ~2s\n");
 }
 
+// CL04
 #[test]
-fn cl04_auto_names_follow_the_harness_then_the_directory() {
+fn auto_names_follow_the_harness_then_the_directory() {
     let sb = Sandbox::new();
     fs::create_dir_all(sb.home().join("my app")).unwrap();
     for _ in 0..3 {
@@ -142,8 +147,9 @@ fn cl04_auto_names_follow_the_harness_then_the_directory() {
 }
 
 // RG15 is checked at the end: a shell session is admitted although the box is full.
+// RG14, CL05
 #[test]
-fn rg14_cl05_eight_concurrent_adds_at_limit_two() {
+fn eight_concurrent_adds_at_limit_two() {
     let sb = Sandbox::new();
     sb.set_limit("2");
     let children: Vec<_> = (0..8)
@@ -165,8 +171,9 @@ fn rg14_cl05_eight_concurrent_adds_at_limit_two() {
     session(&sb, &["add", "sh", "--harness", "shell"]).code(0);
 }
 
+// CL06
 #[test]
-fn cl06_restart_all_over_the_limit_changes_nothing() {
+fn restart_all_over_the_limit_changes_nothing() {
     let sb = Sandbox::new();
     sb.set_limit("2");
     sb.write_registry(
@@ -177,8 +184,9 @@ fn cl06_restart_all_over_the_limit_changes_nothing() {
     assert_eq!(registry_bytes(&sb), before);
 }
 
+// CL06
 #[test]
-fn cl06_stop_frees_a_slot_and_restart_needs_one() {
+fn stop_frees_a_slot_and_restart_needs_one() {
     let sb = Sandbox::new();
     sb.set_limit("2");
     session(&sb, &["add", "a"]).code(0);
@@ -189,8 +197,9 @@ fn cl06_stop_frees_a_slot_and_restart_needs_one() {
     session(&sb, &["restart", "b"]).code(0);
 }
 
+// RG03, CL07
 #[test]
-fn rg03_cl07_a_held_lock_means_75_and_no_change() {
+fn a_held_lock_means_75_and_no_change() {
     let mut sb = Sandbox::new();
     sb.set_env("REGISTRY_LOCK_WAIT", "1");
     sb.write_registry(r#"{"version":1,"sessions":{"x":{"agent":"tool"}}}"#);
@@ -212,8 +221,9 @@ fn rg03_cl07_a_held_lock_means_75_and_no_change() {
     session(&sb, &["ls"]).code(0);
 }
 
+// RG02
 #[test]
-fn rg02_a_waiting_add_writes_after_release() {
+fn a_waiting_add_writes_after_release() {
     let mut sb = Sandbox::new();
     sb.set_env("REGISTRY_LOCK_WAIT", "10");
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
@@ -232,8 +242,9 @@ fn rg02_a_waiting_add_writes_after_release() {
     assert!(sb.entry("x").is_some());
 }
 
+// RG04
 #[test]
-fn rg04_every_edit_replaces_the_registry_never_the_lock() {
+fn every_edit_replaces_the_registry_never_the_lock() {
     let sb = Sandbox::new();
     session(&sb, &["add", "x"]).code(0);
     let lock = sb.registry().with_extension("json.lock");
@@ -250,8 +261,9 @@ fn rg04_every_edit_replaces_the_registry_never_the_lock() {
     assert_eq!(fs::metadata(&lock).unwrap().mode() & 0o777, 0o600);
 }
 
+// RG05
 #[test]
-fn rg05_an_inherited_lock_is_adopted_and_still_held_by_the_parent_after_the_child_exits() {
+fn an_inherited_lock_is_adopted_and_still_held_by_the_parent_after_the_child_exits() {
     let mut sb = Sandbox::new();
     sb.set_env("REGISTRY_LOCK_WAIT", "2");
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
@@ -267,8 +279,9 @@ fn rg05_an_inherited_lock_is_adopted_and_still_held_by_the_parent_after_the_chil
     assert!(HeldLock::acquire(&sb.registry_lock_file(), Duration::ZERO).is_ok(), "released by the parent only");
 }
 
+// RG06
 #[test]
-fn rg06_a_bogus_inherited_fd_is_refused() {
+fn a_bogus_inherited_fd_is_refused() {
     let mut sb = Sandbox::new();
     sb.set_env("AGENT_BOX_REGISTRY_LOCK_FD", "9");
     sb.write_registry(r#"{"version":1,"sessions":{}}"#);
@@ -278,8 +291,9 @@ fn rg06_a_bogus_inherited_fd_is_refused() {
     assert_eq!(registry_bytes(&sb), b"{\"version\":1,\"sessions\":{}}");
 }
 
+// RG07
 #[test]
-fn rg07_directories_0700_files_0600_and_existing_modes_kept() {
+fn directories_0700_files_0600_and_existing_modes_kept() {
     let sb = Sandbox::new();
     fs::set_permissions(sb.home(), fs::Permissions::from_mode(0o755)).unwrap();
     session(&sb, &["add", "x"]).code(0);
@@ -291,8 +305,9 @@ fn rg07_directories_0700_files_0600_and_existing_modes_kept() {
     assert_eq!(mode(sb.home()), 0o755);
 }
 
+// RG09
 #[test]
-fn rg09_unknown_fields_and_order_survive_every_edit() {
+fn unknown_fields_and_order_survive_every_edit() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"zTop":1,"sessions":{"m":{"zz":1,"agent":"tool","aa":{"k":[1,2]}}},"version":1,"aTop":[]}"#);
     session(&sb, &["add", "n"]).code(0);
@@ -307,8 +322,9 @@ fn rg09_unknown_fields_and_order_survive_every_edit() {
     assert_eq!(doc["sessions"]["m"]["aa"], json!({"k": [1, 2]}));
 }
 
+// RG10
 #[test]
-fn rg10_an_invalid_registry_is_never_written_or_quarantined() {
+fn an_invalid_registry_is_never_written_or_quarantined() {
     for bad in [&b"not json"[..], b"{\"sessions\":{}}{}", b"\xef\xbb\xbf{\"sessions\":{}}", b"[]", b"{\"sessions\":[]}"]
     {
         let sb = Sandbox::new();
@@ -324,8 +340,9 @@ fn rg10_an_invalid_registry_is_never_written_or_quarantined() {
     }
 }
 
+// RG01
 #[test]
-fn rg01_twenty_four_gated_adds() {
+fn twenty_four_gated_adds() {
     let sb = Sandbox::new();
     sb.set_limit("100");
     let gate = sb.root().join("gate");
@@ -352,8 +369,9 @@ fn rg01_twenty_four_gated_adds() {
     assert_eq!(sb.read_registry().names().count(), 24);
 }
 
+// CL09
 #[test]
-fn cl09_missing_registry_is_never_created_and_unknown_names_are_m25() {
+fn missing_registry_is_never_created_and_unknown_names_are_m25() {
     let sb = Sandbox::new();
     for verb in ["rm", "stop", "restart"] {
         let out = session(&sb, &[verb, "ghost"]);
@@ -367,8 +385,9 @@ fn cl09_missing_registry_is_never_created_and_unknown_names_are_m25() {
     session(&sb, &["restart", "--all"]).code(0);
 }
 
+// CL09
 #[test]
-fn cl09_restart_of_a_died_session_keeps_died() {
+fn restart_of_a_died_session_keeps_died() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"d":{"agent":"tool","died":3,"stopped":true}}}"#);
     pane(&sb, "d");
@@ -378,8 +397,9 @@ fn cl09_restart_of_a_died_session_keeps_died() {
     assert!(!sb.is_live("d"));
 }
 
+// CL13
 #[test]
-fn cl13_rm_of_a_live_hook_session_writes_the_end_before_the_lease_goes() {
+fn rm_of_a_live_hook_session_writes_the_end_before_the_lease_goes() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"hook-a":{"agent":"tool"},"hook-b":{"agent":"tool"}}}"#);
     pane(&sb, "hook-a");

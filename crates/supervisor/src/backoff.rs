@@ -120,8 +120,9 @@ mod tests {
         assert_eq!(record.streak, 0);
     }
 
+    // L10
     #[test]
-    fn l10_stops_after_the_cap_is_first_reached() {
+    fn stops_after_the_cap_is_first_reached() {
         let mut record = Backoff::started("id", 0, None);
         let mut announced = 0;
         let mut now = 0;

@@ -74,8 +74,9 @@ mod tests {
         decide(&Seen { key_valid: true, entry: Some(Entry::of(entry)), pane_present, launched })
     }
 
+    // D1–D12
     #[test]
-    fn d1_to_d12() {
+    fn every_row_of_the_decision_table_gives_its_action() {
         let plain = map(json!({"agent": "tool"}));
         let bad = Seen { key_valid: false, entry: Some(Entry::of(&plain)), pane_present: true, launched: true };
         assert_eq!(decide(&bad), Action::IgnoreBadKey, "D1");

@@ -218,8 +218,9 @@ mod tests {
         value.as_object().cloned().unwrap()
     }
 
+    // D6
     #[test]
-    fn d6_waits_for_an_outcome_pending_delivery_n_11() {
+    fn waits_for_an_outcome_pending_delivery_n_11() {
         let parked = map(json!({"stopped": true, "ephemeral": true}));
         assert!(reapable(&registry::Entry::of(&parked), false), "D6");
         assert!(!reapable(&registry::Entry::of(&parked), true), "N-11: waits while its outcome is undelivered");

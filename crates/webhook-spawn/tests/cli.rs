@@ -83,8 +83,9 @@ fn help_and_a_usage_error() {
         .stderr(predicate::str::contains("'--resolved-profile' is not part of this build"));
 }
 
+// WH01
 #[test]
-fn wh01_an_empty_batch_writes_nothing() {
+fn an_empty_batch_writes_nothing() {
     let sb = world();
     let before = tree(sb.home());
     for stdin in [&b""[..], b"\n\n", b"  \n"] {
@@ -93,8 +94,9 @@ fn wh01_an_empty_batch_writes_nothing() {
     assert_eq!(tree(sb.home()), before);
 }
 
+// WH02, LS01
 #[test]
-fn wh02_ls01_an_accepted_batch_adds_the_entry_filter_lease_and_line() {
+fn an_accepted_batch_adds_the_entry_filter_lease_and_line() {
     let sb = world();
     let out = webhook_spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH).code(0);
     let name = only_name(&sb);
@@ -128,8 +130,9 @@ fn wh02_ls01_an_accepted_batch_adds_the_entry_filter_lease_and_line() {
     assert!(filter_of(&sb, &name).is_some());
 }
 
+// WH02
 #[test]
-fn wh02_names_for_unset_unicode_and_long_keys() {
+fn names_for_unset_unicode_and_long_keys() {
     let sb = world();
     webhook_spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:acme/*")], BATCH).code(0);
     let name = only_name(&sb);
@@ -160,8 +163,9 @@ fn wh02_names_for_unset_unicode_and_long_keys() {
     }
 }
 
+// WH03
 #[test]
-fn wh03_claim_shapes() {
+fn claim_shapes() {
     let cases: Vec<(&str, Value, &str)> = vec![
         (
             r#"{"event":"issues","action":"assigned","number":"4242"}"#,
@@ -238,8 +242,9 @@ fn wh03_claim_shapes() {
     }
 }
 
+// WH03
 #[test]
-fn wh03_filter_document_shape() {
+fn filter_document_shape() {
     let sb = world();
     webhook_spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH).code(0);
     let name = only_name(&sb);
@@ -256,8 +261,9 @@ fn wh03_filter_document_shape() {
     assert!(at.ends_with(".000Z") && topic["lastActivityAt"] == json!(at));
 }
 
+// WH04, LS02
 #[test]
-fn wh04_ls02_lease_and_log_per_spawn() {
+fn lease_and_log_per_spawn() {
     let sb = world();
     for _ in 0..2 {
         webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
@@ -276,8 +282,9 @@ fn wh04_ls02_lease_and_log_per_spawn() {
     assert_eq!(sb.lease(&only_name(&sb)).unwrap()["object"], Value::Null, "LS03");
 }
 
+// LS03
 #[test]
-fn ls03_a_non_numeric_number_stores_a_null_object() {
+fn a_non_numeric_number_stores_a_null_object() {
     let sb = world();
     webhook_spawn(&sb, &keyed("acme/x", r#"{"number":"n/a"}"#), BATCH).code(0);
     let name = only_name(&sb);
@@ -285,8 +292,9 @@ fn ls03_a_non_numeric_number_stores_a_null_object() {
     assert_eq!(sb.hook_log()[0]["object"], Value::Null);
 }
 
+// WH05, WH06
 #[test]
-fn wh05_wh06_the_prompt() {
+fn the_prompt() {
     let sb = world();
     let armed = b"[github] issue #7 assigned on acme/x by bob\n";
     webhook_spawn(&sb, &keyed("acme/x", "{}"), armed).code(0);
@@ -321,8 +329,9 @@ fn filler(sb: &Sandbox) {
     sb.write_registry(r#"{"version":1,"sessions":{"filler":{"agent":"tool"}}}"#);
 }
 
+// WH07, LS14
 #[test]
-fn wh07_ls14_a_deferred_batch_leaves_nothing_but_the_refusal_record() {
+fn a_deferred_batch_leaves_nothing_but_the_refusal_record() {
     let sb = world();
     sb.set_limit("1");
     filler(&sb);
@@ -344,8 +353,9 @@ fn wh07_ls14_a_deferred_batch_leaves_nothing_but_the_refusal_record() {
     webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
 }
 
+// WH08
 #[test]
-fn wh08_other_refusals_leave_nothing_behind() {
+fn other_refusals_leave_nothing_behind() {
     let sb = world();
     filler(&sb);
     let before = fs::read(sb.registry()).unwrap();
@@ -385,8 +395,9 @@ fn wh08_other_refusals_leave_nothing_behind() {
     assert_eq!(fs::read(sb.registry()).unwrap(), b"not json", "never quarantined by the spawner");
 }
 
+// WH09
 #[test]
-fn wh09_eight_concurrent_spawns_at_limit_four() {
+fn eight_concurrent_spawns_at_limit_four() {
     for harness in ["claude", "shell"] {
         for round in 0..10 {
             let mut sb = world();
@@ -422,8 +433,9 @@ fn wh09_eight_concurrent_spawns_at_limit_four() {
     }
 }
 
+// WH10
 #[test]
-fn wh10_hostile_input() {
+fn hostile_input() {
     let sb = world();
     let vars = vec![
         ("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"),
@@ -463,8 +475,9 @@ fn wh10_hostile_input() {
     assert!(sb.entry(&name).unwrap().get("hook").is_none() && sb.lease(&name).is_none());
 }
 
+// WH11
 #[test]
-fn wh11_a_missing_filter_directory_starts_unsubscribed() {
+fn a_missing_filter_directory_starts_unsubscribed() {
     let sb = world();
     fs::remove_dir_all(filter_dir(&sb)).unwrap();
     webhook_spawn(&sb, &keyed("acme/x", "{}"), BATCH)
@@ -475,8 +488,9 @@ fn wh11_a_missing_filter_directory_starts_unsubscribed() {
     assert!(sb.lease(&name).is_some());
 }
 
+// WH12
 #[test]
-fn wh12_render_mode_writes_nothing() {
+fn render_mode_writes_nothing() {
     let mut sb = world();
     fs::write(
         filter_dir(&sb).join("filter.dispatch.json"),
@@ -501,8 +515,9 @@ fn wh12_render_mode_writes_nothing() {
         .stdout(predicate::str::contains("<the box default harness>"));
 }
 
+// LS11
 #[test]
-fn ls11_a_full_hook_log_is_trimmed_and_made_private() {
+fn a_full_hook_log_is_trimmed_and_made_private() {
     let sb = world();
     fs::create_dir_all(sb.state_dir()).unwrap();
     let log = sb.state_dir().join("hook-sessions.jsonl");
@@ -515,8 +530,9 @@ fn ls11_a_full_hook_log_is_trimmed_and_made_private() {
     assert_eq!(fs::metadata(&log).unwrap().mode() & 0o777, 0o600);
 }
 
+// LS12
 #[test]
-fn ls12_a_busy_hook_log_skips_the_line_only() {
+fn a_busy_hook_log_skips_the_line_only() {
     let sb = world();
     fs::create_dir_all(sb.state_dir()).unwrap();
     let _held = HeldLock::acquire(&sb.state_dir().join("hook-sessions.jsonl.lock"), Duration::ZERO).unwrap();
@@ -542,8 +558,9 @@ fn configuration_errors_drop_the_batch() {
     assert!(!sb.registry().exists());
 }
 
+// WH11
 #[test]
-fn wh11_a_failed_registry_write_removes_the_filter_and_defers() {
+fn a_failed_registry_write_removes_the_filter_and_defers() {
     use agent_box_tests::privilege::{chown_tree, unprivileged};
     let sb = world();
     filler(&sb);
@@ -579,8 +596,9 @@ fn wh11_a_failed_registry_write_removes_the_filter_and_defers() {
     assert_eq!(hows, [Value::Null, json!("refused")], "a spawn record, then its refused end");
 }
 
+// WH14
 #[test]
-fn wh14_a_deferred_batch_retried_three_times_then_accepted_once() {
+fn a_deferred_batch_retried_three_times_then_accepted_once() {
     let sb = world();
     sb.set_limit("1");
     filler(&sb);
@@ -603,8 +621,9 @@ fn wh14_a_deferred_batch_retried_three_times_then_accepted_once() {
     assert_eq!(sb.hook_log()[0]["name"], json!(name));
 }
 
+// WH15
 #[test]
-fn wh15_the_prompt_carries_the_peers_report() {
+fn the_prompt_carries_the_peers_report() {
     let sb = world();
     sb.write_registry(r#"{"version":1,"sessions":{"main":{"agent":"tool"},"helper":{"agent":"codex","workingDirectory":"/home/agent/src"}}}"#);
     for name in ["main", "helper"] {

@@ -42,8 +42,9 @@ fn four_writers_times_250_lose_no_update() {
     }
 }
 
+// RG12
 #[test]
-fn rg12_readers_never_see_a_torn_document() {
+fn readers_never_see_a_torn_document() {
     let dir = tempfile::tempdir().unwrap();
     let registry = dir.path().join("sessions.json");
     fs::write(&registry, b"{\"version\":1,\"sessions\":{}}\n").unwrap();
@@ -61,8 +62,9 @@ fn rg12_readers_never_see_a_torn_document() {
     assert_eq!(read_counter(&registry, "c"), 200);
 }
 
+// RG13
 #[test]
-fn rg13_writers_killed_at_random_points_never_corrupt_or_lose_a_commit() {
+fn writers_killed_at_random_points_never_corrupt_or_lose_a_commit() {
     let seed = kill::test_seed();
     eprintln!("rg13 seed {seed} (AGENT_BOX_TEST_SEED replays)");
     let dir = tempfile::tempdir().unwrap();

@@ -75,8 +75,9 @@ fn build(world: World) -> (Sandbox, Option<HeldLock>, Vec<(&'static str, &'stati
     (sb, held, vars)
 }
 
+// CL11
 #[test]
-fn cl11_every_verb_good_and_bad_exits_with_its_documented_code() {
+fn every_verb_good_and_bad_exits_with_its_documented_code() {
     use World::*;
     let table: &[(World, &[&str], i32)] = &[
         // read-only verbs
@@ -176,8 +177,9 @@ fn cl11_every_verb_good_and_bad_exits_with_its_documented_code() {
     assert!(failures.is_empty(), "{} row(s) of {} failed:\n{}", failures.len(), table.len(), failures.join("\n"));
 }
 
+// RG11
 #[test]
-fn rg11_a_read_only_registry_directory_refuses_add_and_leaves_no_temp() {
+fn a_read_only_registry_directory_refuses_add_and_leaves_no_temp() {
     // With the lock file in place the lock works and the write fails (M21, exit 1); without it the lock
     // cannot even be opened (a lock refusal, exit 75). 10 RG-7.5, RG-9.1; 90 Q8 F1.
     for (lock_present, expected, says) in [(true, 1, "could not write"), (false, 75, "could not lock")] {
@@ -204,8 +206,9 @@ fn rg11_a_read_only_registry_directory_refuses_add_and_leaves_no_temp() {
     }
 }
 
+// LS06
 #[test]
-fn ls06_rm_twice_clears_the_lease_with_exactly_one_end_record() {
+fn rm_twice_clears_the_lease_with_exactly_one_end_record() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"hook-a":{"agent":"tool","ephemeral":true}}}"#);
     pane(&sb, "hook-a");
@@ -225,8 +228,9 @@ fn ls06_rm_twice_clears_the_lease_with_exactly_one_end_record() {
     assert_eq!((&ends[0]["name"], &ends[0]["how"]), (&json!("hook-a"), &json!("rm")));
 }
 
+// LS07
 #[test]
-fn ls07_a_torn_lease_reads_unreadable_never_unresolved_and_is_never_rewritten() {
+fn a_torn_lease_reads_unreadable_never_unresolved_and_is_never_rewritten() {
     let sb = Sandbox::in_slot();
     sb.write_registry(r#"{"version":1,"sessions":{"hook-t":{"agent":"tool","extraArgs":["--as","hook-t"]}}}"#);
     let dir = sb.state_dir().join("lease");
@@ -252,8 +256,9 @@ fn ls07_a_torn_lease_reads_unreadable_never_unresolved_and_is_never_rewritten() 
     check("after the crash", "died(1)");
 }
 
+// H11
 #[test]
-fn h11_a_decoy_tmux_environment_is_never_contacted() {
+fn a_decoy_tmux_environment_is_never_contacted() {
     let mut sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"main":{"agent":"tool"},"other":{"agent":"tool"}}}"#);
     pane(&sb, "main");

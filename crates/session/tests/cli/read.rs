@@ -112,8 +112,9 @@ fn example_world(sb: &Sandbox) {
     lease_with(sb, "hook-acme-widget-77c0", Some("vanished"));
 }
 
+// CL01
 #[test]
-fn cl01_ls_reproduces_the_example_layout_in_text_and_json() {
+fn ls_reproduces_the_example_layout_in_text_and_json() {
     let sb = Sandbox::new();
     example_world(&sb);
     let expected = "\
@@ -155,8 +156,9 @@ scratch                  -        unmanaged
     assert_eq!(quiet(&sb, &["ls", "--json"]), expected_text);
 }
 
+// CL01
 #[test]
-fn cl01_died_without_a_pane_starts_and_stopped_with_a_pane_is_live() {
+fn died_without_a_pane_starts_and_stopped_with_a_pane_is_live() {
     let sb = Sandbox::new();
     sb.write_registry(
         r#"{"version":1,"sessions":{"crashed":{"agent":"claude","died":3},"parked":{"agent":"codex","stopped":true}}}"#,
@@ -172,8 +174,9 @@ fn cl01_died_without_a_pane_starts_and_stopped_with_a_pane_is_live() {
     assert_eq!(json["sessions"][1]["stopped"], true);
 }
 
+// CL01
 #[test]
-fn cl01_a_future_backoff_is_shown_and_a_past_one_is_not() {
+fn a_future_backoff_is_shown_and_a_past_one_is_not() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"looping":{"agent":"tool"},"recovered":{"agent":"tool"}}}"#);
     let now = base::time::now_epoch();
@@ -197,8 +200,9 @@ fn cl01_a_future_backoff_is_shown_and_a_past_one_is_not() {
     assert_eq!(json["sessions"][1]["backoffUntil"], Value::Null);
 }
 
+// CL01
 #[test]
-fn cl01_an_unparseable_registry_warns_m33_and_exits_0() {
+fn an_unparseable_registry_warns_m33_and_exits_0() {
     let sb = Sandbox::new();
     sb.write_registry("{\"sessions\": {\"a\": {}}} trailing");
     pane(&sb, "a");
@@ -216,8 +220,9 @@ fn cl01_an_unparseable_registry_warns_m33_and_exits_0() {
     assert_eq!(parse_json(&stdout(&json))["registry"], "unreadable");
 }
 
+// CL01
 #[test]
-fn cl01_tmux_unavailable_warns_m32_and_assumes_no_pane() {
+fn tmux_unavailable_warns_m32_and_assumes_no_pane() {
     let mut sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
     sb.set_env("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux");
@@ -228,8 +233,9 @@ fn cl01_tmux_unavailable_warns_m32_and_assumes_no_pane() {
     assert_eq!((json["tmux"].clone(), json["sessions"][0]["state"].clone()), (json!("unavailable"), json!("starting")));
 }
 
+// CL02
 #[test]
-fn cl02_peers_excludes_the_webhook_session() {
+fn peers_excludes_the_webhook_session() {
     let mut sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"main":{"agent":"claude"},"helper":{"agent":"codex"}}}"#);
     pane(&sb, "main");
@@ -246,8 +252,9 @@ fn cl02_peers_excludes_the_webhook_session() {
     assert!(quiet(&sb, &["peers"]).contains("\nmain — claude, interactive"));
 }
 
+// CL02
 #[test]
-fn cl02_peers_inside_a_pane_excludes_its_own_session() {
+fn peers_inside_a_pane_excludes_its_own_session() {
     let sb = Sandbox::new();
     pane(&sb, "other");
     let report = sb.root().join("peers.out");
@@ -273,8 +280,9 @@ fn cl02_peers_inside_a_pane_excludes_its_own_session() {
     assert_eq!(names, ["other"]);
 }
 
+// CL02
 #[test]
-fn cl02_tmux_of_our_socket_names_self_and_another_socket_is_ignored() {
+fn tmux_of_our_socket_names_self_and_another_socket_is_ignored() {
     let mut sb = Sandbox::new();
     pane(&sb, "alpha");
     pane(&sb, "beta");
@@ -290,8 +298,9 @@ fn cl02_tmux_of_our_socket_names_self_and_another_socket_is_ignored() {
     assert_eq!(json["sessions"].as_array().unwrap().len(), 2);
 }
 
+// CL02
 #[test]
-fn cl02_notes_fold_and_switched_off_filters_claim_nothing() {
+fn notes_fold_and_switched_off_filters_claim_nothing() {
     let sb = Sandbox::new();
     sb.write_registry(
         r#"{"version":1,"sessions":{"a":{"agent":"claude","workingDirectory":"/home/agent/w"},"b":{"agent":"codex"}}}"#,
@@ -315,8 +324,9 @@ fn cl02_notes_fold_and_switched_off_filters_claim_nothing() {
     assert_eq!(json["sessions"][1]["claims"], json!({"filter": "ok", "enabled": false, "topics": []}));
 }
 
+// CL02
 #[test]
-fn cl02_hostile_pane_names_never_reach_a_path() {
+fn hostile_pane_names_never_reach_a_path() {
     let sb = Sandbox::new();
     let tmux = sb.env_var("AGENT_BOX_TMUX_BIN").unwrap().to_string_lossy().into_owned();
     // The pane renames its own session: the adapter only creates panes with valid names.
@@ -344,8 +354,9 @@ fn cl02_hostile_pane_names_never_reach_a_path() {
     );
 }
 
+// CL02
 #[test]
-fn cl02_a_missing_tmux_binary_is_exit_1_with_m34_and_no_output() {
+fn a_missing_tmux_binary_is_exit_1_with_m34_and_no_output() {
     let mut sb = Sandbox::new();
     sb.set_env("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux");
     for args in [&["peers"][..], &["peers", "--json"][..]] {
@@ -355,8 +366,9 @@ fn cl02_a_missing_tmux_binary_is_exit_1_with_m34_and_no_output() {
     }
 }
 
+// CL02
 #[test]
-fn cl02_nobody_else_live() {
+fn nobody_else_live() {
     let mut sb = Sandbox::new();
     assert_eq!(quiet(&sb, &["peers"]), "No other session is live on this box.\n");
     pane(&sb, "main");
@@ -364,8 +376,9 @@ fn cl02_nobody_else_live() {
     assert_eq!(quiet(&sb, &["peers"]), "No other session is live on this box.\n");
 }
 
+// RG08, CL03
 #[test]
-fn rg08_cl03_read_only_verbs_on_a_fresh_home_create_nothing() {
+fn read_only_verbs_on_a_fresh_home_create_nothing() {
     let sb = Sandbox::new();
     assert!(!sb.home().join(".config").exists());
     let before = tree(sb.home());
@@ -388,8 +401,9 @@ fn rg08_cl03_read_only_verbs_on_a_fresh_home_create_nothing() {
     assert!(!sb.registry().exists());
 }
 
+// CL03
 #[test]
-fn cl03_read_only_verbs_take_no_lock_and_create_no_lock_file() {
+fn read_only_verbs_take_no_lock_and_create_no_lock_file() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
     let before = tree(sb.home());
@@ -416,8 +430,9 @@ fn capacity_json_lists_the_sets_and_a_policy_error_is_75() {
     session(&sb, &["capacity"]).code(75).stdout("").stderr(predicate::str::starts_with(refusal));
 }
 
+// CL10
 #[test]
-fn cl10_leases_order_and_footer() {
+fn leases_order_and_footer() {
     let sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"hook-b":{"agent":"claude"}}}"#);
     let dir = sb.state_dir().join("lease");
@@ -458,8 +473,9 @@ fn cl10_leases_order_and_footer() {
     assert!(!dir.exists());
 }
 
+// CL10
 #[test]
-fn cl10_log_prints_the_newest_records_oldest_first() {
+fn log_prints_the_newest_records_oldest_first() {
     let sb = Sandbox::new();
     let mut lines = Vec::new();
     for i in 1..=5 {
@@ -486,8 +502,9 @@ fn cl10_log_prints_the_newest_records_oldest_first() {
     }
 }
 
+// CL12
 #[test]
-fn cl12_every_json_report_parses_with_version_1_and_one_newline() {
+fn every_json_report_parses_with_version_1_and_one_newline() {
     let sb = Sandbox::new();
     example_world(&sb);
     write(&filter_path(&sb, "main"), r#"{"topics":[{"topic":"github:acme/widget","include":{},"note":"n"}]}"#);
@@ -498,8 +515,9 @@ fn cl12_every_json_report_parses_with_version_1_and_one_newline() {
     assert_eq!(json_of(&sb, "peers")["sessions"].as_array().unwrap().len(), 4);
 }
 
+// CL14
 #[test]
-fn cl14_control_characters_show_as_question_marks_and_json_stays_raw() {
+fn control_characters_show_as_question_marks_and_json_stays_raw() {
     let sb = Sandbox::new();
     let key = "bad\u{1b}[31mkey";
     let registry = json!({"version": 1, "sessions": {"main": {"agent": "claude"}, key: {"agent": "tool\r"}}});

@@ -38,8 +38,9 @@ fn has_shape(name: &str, middle: &str) -> bool {
         .is_some_and(|hex| hex.len() == 4 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
+// H02
 #[test]
-fn h02_hostile_keys_give_sanitised_names_and_stay_inside_the_sandbox() {
+fn hostile_keys_give_sanitised_names_and_stay_inside_the_sandbox() {
     let marker_key = "$(touch M)".to_owned();
     let long_key = format!("acme/{}", "k".repeat(10 * 1024));
     let invalid: &[u8] = b"acme/\xff\xfe/x";
@@ -89,8 +90,9 @@ fn h02_hostile_keys_give_sanitised_names_and_stay_inside_the_sandbox() {
     }
 }
 
+// H10
 #[test]
-fn h10_huge_meta_config_stdin_and_registry_give_a_bounded_spawn() {
+fn huge_meta_config_stdin_and_registry_give_a_bounded_spawn() {
     let sb = world();
     let mut sessions = serde_json::Map::new();
     for i in 0..10_000 {
