@@ -221,9 +221,11 @@ fn check_end_records(
             figures.removed_first += 1;
             let how = record.get("how").and_then(Value::as_str).unwrap_or("?");
             *figures.removed_by.entry(how.to_owned()).or_default() += 1;
-            if how != "rm" && how != "swept" {
+            // N-7: rm and the sweep may remove an undelivered outcome; N-12: so may the assignment's own clean end.
+            if !["rm", "swept", "exited"].contains(&how) {
                 wrong.push(format!(
-                    "the outcome of {name} was removed before delivery by '{how}' (only rm and sweep may)"
+                    "the outcome of {name} was removed before delivery by '{how}' (only rm, the sweep and a clean \
+                     exit may)"
                 ));
             }
         } else if ok_by_key.keys().any(|k| k.starts_with(&format!("{name} "))) {
