@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 const MOUNT_WAIT: Duration = Duration::from_secs(15);
 
 /// The files of one mount, all outside it.
+/// How long a command waits for a live LazyFS to have its end of the FIFO open.
+const FIFO_WAIT: Duration = Duration::from_secs(5);
+
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub binary: PathBuf,
@@ -83,10 +86,22 @@ impl Mount {
     }
 
     /// Writes one command line to the FIFO. Opened non-blocking: with LazyFS gone an ordinary open would wait
-    /// for a reader forever; this one fails with ENXIO instead.
-    pub fn command(&self, line: &str) -> io::Result<()> {
-        let mut fifo = OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(&self.layout.fifo)?;
-        fifo.write_all(format!("{line}\n").as_bytes())
+    /// for a reader forever; this one fails with ENXIO instead. A live LazyFS closes and reopens its end after
+    /// each command it read, so ENXIO while it runs means "not yet": retried for up to [`FIFO_WAIT`].
+    pub fn command(&mut self, line: &str) -> io::Result<()> {
+        let deadline = Instant::now() + FIFO_WAIT;
+        loop {
+            match OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(&self.layout.fifo) {
+                Ok(mut fifo) => return fifo.write_all(format!("{line}\n").as_bytes()),
+                Err(err) if err.raw_os_error() == Some(nix::libc::ENXIO) && self.alive() => {
+                    if Instant::now() > deadline {
+                        return Err(err);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(err) => return Err(err),
+            }
+        }
     }
 
     /// Waits up to `bound` for the LazyFS process to end; true when it did.
