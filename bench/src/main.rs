@@ -58,7 +58,7 @@ mod exit {
     pub const CHECK_FAILED: u8 = 100;
 }
 
-/// Measure the quality bars of spec 90 (epilogue, tick, add, rmw, crash) and write target/bench/report.json.
+/// Measure the speed and memory bars Q1-Q12 of docs/ids.md in nine sections and write <target>/bench/report.json.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask bench", bin_name = "cargo xtask bench")]
 pub struct BenchArgs {

@@ -461,6 +461,29 @@ mod tests {
         assert_eq!(inputs().path, "/home/agent/.local/bin:/usr/bin:/bin");
     }
 
+    /// N-1 at install time: `--on-outcome` appends one line naming an executable by a plain absolute path, and
+    /// refuses anything else without touching the environment file.
+    #[test]
+    fn on_outcome_appends_a_plain_executable_and_refuses_the_rest_unchanged() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path();
+        let env_file = dir.join("agent-box.env");
+        fs::write(&env_file, "AGENT_BOX_TMUX_BIN=/usr/bin/tmux\n").unwrap();
+        let program = dir.join("notify");
+        fs::write(&program, "#!/bin/sh\n").unwrap();
+        let not_executable = dir.join("plain");
+        fs::write(&not_executable, "").unwrap();
+        fs::set_permissions(&program, fs::Permissions::from_mode(0o700)).unwrap();
+        for bad in [Path::new("notify"), not_executable.as_path(), dir.join("missing").as_path(), Path::new("/tmp/a b")]
+        {
+            assert!(matches!(add_on_outcome(&env_file, bad), Err(InstallError::Unsafe(_))), "{}", bad.display());
+        }
+        assert_eq!(fs::read_to_string(&env_file).unwrap(), "AGENT_BOX_TMUX_BIN=/usr/bin/tmux\n");
+        add_on_outcome(&env_file, &program).unwrap();
+        let want = format!("AGENT_BOX_TMUX_BIN=/usr/bin/tmux\nAGENT_BOX_ON_OUTCOME={}\n", program.display());
+        assert_eq!(fs::read_to_string(&env_file).unwrap(), want);
+    }
+
     #[test]
     fn unsafe_paths_are_refused() {
         let mut bad = inputs();
