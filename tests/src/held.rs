@@ -58,21 +58,28 @@ impl HeldLock {
     }
 
     /// Hands this lock to the child `cmd` starts the way a settings daemon hands its registry lock to the CLI
-    /// (10 RG-7.6): as descriptor 7 (without close-on-exec), named by `AGENT_BOX_REGISTRY_LOCK_FD=7`.
-    #[allow(unsafe_code)]
+    /// (10 RG-7.6): as descriptor 7 (without close-on-exec), named by `AGENT_BOX_REGISTRY_LOCK_FD=7`. The
+    /// descriptor stays open in this process while `self` lives, which the caller's borrow guarantees until spawn.
     pub fn hand_to(&self, cmd: &mut Command) {
-        let fd = self.fd;
         cmd.env("AGENT_BOX_REGISTRY_LOCK_FD", "7");
-        // SAFETY: dup2 is async-signal-safe and is all that runs between fork and exec; the descriptor stays
-        // open in this process while `self` lives, which the caller's borrow of `self` guarantees until spawn.
-        unsafe {
-            cmd.pre_exec(move || {
-                if nix::libc::dup2(fd, 7) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        pass_fd(cmd, self.fd, 7);
+    }
+}
+
+/// Puts descriptor `fd` of this process at number `at` in the child `cmd` starts, without close-on-exec.
+#[allow(unsafe_code)]
+pub fn pass_fd(cmd: &mut Command, fd: i32, at: i32) {
+    // SAFETY: dup2 and fcntl are async-signal-safe and are all that runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // When `fd` already is `at`, dup2 does nothing and leaves its close-on-exec flag set, so the child
+            // found no descriptor there (a flake of whichever test drew that number): clear the flag instead.
+            let passed = if fd == at { nix::libc::fcntl(at, nix::libc::F_SETFD, 0) } else { nix::libc::dup2(fd, at) };
+            if passed == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 
@@ -98,5 +105,21 @@ mod tests {
         assert!(HeldLock::acquire(&path, Duration::from_millis(20)).is_err());
         drop(held);
         assert!(registry::with_file_lock(&path, Duration::ZERO, false, |_| ()).is_ok());
+    }
+
+    /// A descriptor that already has the number it is passed at (close-on-exec, as every std descriptor is)
+    /// reaches the child too, as does one that is dup2'ed there.
+    #[test]
+    fn a_descriptor_reaches_the_child_whatever_its_number() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("f")).unwrap();
+        let at = file.as_raw_fd();
+        for (fd, target) in [(at, at), (at, 40)] {
+            let mut cmd = Command::new("/bin/sh");
+            cmd.args(["-c", &format!("test -e /proc/self/fd/{target}")]);
+            pass_fd(&mut cmd, fd, target);
+            assert!(cmd.status().unwrap().success(), "descriptor {fd} passed at {target}");
+        }
     }
 }

@@ -491,7 +491,6 @@ fn hostile_environment_changes_only_baked_files() {
 
 #[test]
 fn ms_9_3_2_an_inherited_lock_fd_is_never_adopted() {
-    use std::os::unix::process::CommandExt;
     let baked = Baked::dev();
     baked.write_registry(&main_entry());
     let before = fs::read(baked.registry()).unwrap();
@@ -499,15 +498,7 @@ fn ms_9_3_2_an_inherited_lock_fd_is_never_adopted() {
     let fd = held.raw_fd();
     let mut cmd = Command::new(&baked.binary);
     cmd.args(["main", "3"]).env_clear().env("AGENT_BOX_REGISTRY_LOCK_FD", "3");
-    #[allow(unsafe_code)]
-    unsafe {
-        cmd.pre_exec(move || {
-            if nix::libc::dup2(fd, 3) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    agent_box_tests::held::pass_fd(&mut cmd, fd, 3);
     let mut child = cmd.spawn().unwrap();
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {

@@ -3,7 +3,6 @@
 use std::fs;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -139,16 +138,8 @@ fn a_read_only_directory_refuses_and_leaves_no_temp() {
 }
 
 /// Puts `fd` at descriptor number `at` in the child (without close-on-exec).
-#[allow(unsafe_code)]
 fn pass_fd(cmd: &mut Command, fd: i32, at: i32) {
-    unsafe {
-        cmd.pre_exec(move || {
-            if nix::libc::dup2(fd, at) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    agent_box_tests::held::pass_fd(cmd, fd, at);
 }
 
 #[test]
