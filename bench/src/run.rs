@@ -26,15 +26,9 @@ pub fn output(cmd: &mut Command) -> io::Result<Output> {
     cmd.output()
 }
 
-/// `$ ` followed by the variables set on `cmd` (as `KEY=value`, only the value quoted so it stays an
-/// assignment), the program and its arguments, each word shell-quoted.
+/// The echo of `cmd`: [`base::quote::command_line`].
 pub fn echo_line(cmd: &Command) -> String {
-    let envs = cmd.get_envs().filter_map(|(key, value)| {
-        value.map(|v| format!("{}={}", key.to_string_lossy(), shell_quote(&v.to_string_lossy())))
-    });
-    let argv = std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|w| shell_quote(&w.to_string_lossy()));
-    let words: Vec<String> = envs.chain(argv).collect();
-    format!("$ {}", words.join(" "))
+    base::quote::command_line(cmd)
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! (XT-1.4), so a reader of a CI log can repeat any step by copy and paste; and where that root and cargo's target
 //! directory are.
 
-use std::ffi::OsStr;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -75,21 +74,10 @@ pub fn spawn_error_number(err: &io::Error) -> i32 {
     if err.kind() == io::ErrorKind::NotFound { 127 } else { 126 }
 }
 
-/// `$ ` followed by the variables set on `cmd` (as `KEY=value`), the program and its arguments, each word
-/// shell-quoted. Removed variables are not shown: xtask does not remove any.
+/// The echo of `cmd`: [`base::quote::command_line`].
 pub fn echo_line(cmd: &Command) -> String {
-    let envs = cmd.get_envs().filter_map(|(key, value)| value.map(|v| env_word(key, v)));
-    let argv = std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|w| shell_quote(&w.to_string_lossy()));
-    let words: Vec<String> = envs.chain(argv).collect();
-    format!("$ {}", words.join(" "))
+    base::quote::command_line(cmd)
 }
-
-fn env_word(key: &OsStr, value: &OsStr) -> String {
-    // The key is a plain identifier in practice; quoting only the value keeps `KEY=value` an assignment.
-    format!("{}={}", key.to_string_lossy(), shell_quote(&value.to_string_lossy()))
-}
-
-pub use base::quote::quote_arg as shell_quote;
 
 #[cfg(test)]
 mod tests {

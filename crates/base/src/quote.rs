@@ -25,6 +25,18 @@ pub fn quote(arg: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `$ ` followed by the variables set on `cmd` (as `KEY=value`, only the value quoted so it stays an
+/// assignment), the program and its arguments, each word shell-quoted: the line xtask and the bench echo before
+/// running a command, so a log can be replayed by copy and paste. Removed variables are not shown.
+pub fn command_line(cmd: &std::process::Command) -> String {
+    let envs = cmd.get_envs().filter_map(|(key, value)| {
+        value.map(|v| format!("{}={}", key.to_string_lossy(), quote_arg(&v.to_string_lossy())))
+    });
+    let argv = std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|w| quote_arg(&w.to_string_lossy()));
+    let words: Vec<String> = envs.chain(argv).collect();
+    format!("$ {}", words.join(" "))
+}
+
 /// A word after the command (an argument, an environment value) for a person to read or copy (§10.2).
 pub fn quote_arg(word: &str) -> String {
     let mut out = Vec::with_capacity(word.len() + 2);
