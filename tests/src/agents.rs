@@ -1,5 +1,10 @@
 //! The fake agent (80 I8): a POSIX sh script that records its argv, environment and working directory, then
 //! obeys a control file; and readers for what it recorded.
+//!
+//! The control file is read *before* the start is announced (the argv record renamed into place): a test that
+//! waits for a start and then writes `exit-now N` is then always seen by that start's poll loop. Read after the
+//! announcement, a command written in between was taken as the start's own command, which `exit-now` is not, and
+//! the agent ran on for ever (issue 25: the chaos fate "restart then exit 0" failing on a loaded machine).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -23,8 +28,8 @@ printf '%s\0' "$@" > "$dir/$name.$k.argv.tmp"
 env -0 > "$dir/$name.$k.env"
 pwd -P > "$dir/$name.$k.cwd"
 echo $$ > "$dir/$name.$k.pid"
-mv "$dir/$name.$k.argv.tmp" "$dir/$name.$k.argv"
 ctl=$(cat "$dir/$name.ctl" 2>/dev/null)
+mv "$dir/$name.$k.argv.tmp" "$dir/$name.$k.argv"
 case "$ctl" in
   "exit "*) exit ${ctl#exit } ;;
   "exit-after "*) set -- $ctl; sleep "$2"; exit "$3" ;;
@@ -135,5 +140,72 @@ impl AgentRecords {
 
     fn file(&self, k: usize, ext: &str) -> PathBuf {
         self.dir.join(format!("{}.{k}.{ext}", self.name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command};
+    use std::time::{Duration, Instant};
+
+    /// A `mv` that does its move, then waits for `release` to exist: the agent is held right after it announced
+    /// its start, the instant in which the chaos driver wrote its command.
+    fn holding_mv(bin: &Path, release: &Path) {
+        let text = format!(
+            "#!/bin/sh\n/bin/mv \"$@\"; s=$?\nwhile [ ! -e '{}' ]; do sleep 0.02; done\nexit $s\n",
+            release.display()
+        );
+        fs::create_dir_all(bin).unwrap();
+        fs::write(bin.join("mv"), text).unwrap();
+        fs::set_permissions(bin.join("mv"), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// The agent's process group, killed on drop (also on a failed assertion): its `sleep` must not outlive it.
+    struct Group(Child);
+
+    impl Drop for Group {
+        fn drop(&mut self) {
+            if let Ok(pid) = i32::try_from(self.0.id()) {
+                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            }
+            let _ = self.0.wait();
+        }
+    }
+
+    // issue 25 item 1
+    #[test]
+    fn a_command_written_right_after_a_start_is_announced_is_obeyed_by_that_start() {
+        let root = tempfile::tempdir().unwrap();
+        let (bin, release) = (root.path().join("bin"), root.path().join("release"));
+        holding_mv(&bin, &release);
+        let agent = root.path().join("agent");
+        fs::write(&agent, script(root.path())).unwrap();
+        let records = AgentRecords::new(root.path(), "x");
+        records.control("poll");
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        let child = Command::new("sh").arg(&agent).args(["--as", "x"]).env("PATH", path).process_group(0).spawn();
+        let mut child = Group(child.unwrap());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while records.starts() == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(records.starts(), 1, "the start was announced");
+        records.control("exit-now 7");
+        fs::write(&release, "").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.0.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.and_then(|s| s.code()), Some(7), "the start obeys the exit-now written after it announced");
     }
 }
