@@ -78,8 +78,14 @@ impl Fixture {
         let gen_ = leases
             .create_with_gen(&hook, "github:acme/widgets", Some("7"), life, Some(&log))
             .context(|| "creating the lease".into())?;
-        let spawn =
-            SpawnRecord { name: &hook, topic: "github:acme/widgets", event: "issues", object: Some("7"), count: None };
+        let spawn = SpawnRecord {
+            name: &hook,
+            topic: "github:acme/widgets",
+            event: "issues",
+            object: Some("7"),
+            count: None,
+            intake: None,
+        };
         drop(log.append_spawn(&spawn));
         let lease_path = leases.lease_path(&hook);
         let read = |p: &Path| fs::read(p).context(|| format!("reading {}", p.display()));

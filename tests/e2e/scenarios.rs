@@ -797,9 +797,15 @@ fn under_umask_000_every_writer_creates_0600_files_and_0700_directories() {
     sb.set_limit("1");
     let mut spawn = sb.cmd("agent-box-webhook-spawn");
     spawn_env(&mut spawn);
-    // a refusal writes the refusal record
-    with_stdin(umask_000(&spawn), b"[github] issue #2 opened\n").code(75);
+    // a full box queues the batch (issue 24): the queue directory and the record
+    with_stdin(umask_000(&spawn), b"[github] issue #2 opened\n").code(0);
     sb.wait_ticks(pid, 1);
+    // a refusal (the registry lock held) writes the refusal record
+    {
+        let _held = HeldLock::acquire(&lock_file(&sb), Duration::ZERO).unwrap();
+        spawn.env("REGISTRY_LOCK_WAIT", "0.2");
+        with_stdin(umask_000(&spawn), b"[github] issue #3 opened\n").code(75);
+    }
     let mut checked = 0;
     for path in walk_all(sb.home()) {
         let meta = fs::symlink_metadata(&path).unwrap();
@@ -822,9 +828,11 @@ fn under_umask_000_every_writer_creates_0600_files_and_0700_directories() {
         sb.state_dir().join("hook-sessions.jsonl"),
         sb.state_dir().join("lease/.lock"),
         sb.state_dir().join("webhook-spawn-refused.json"),
+        sb.paths().queue_dir(),
     ] {
         assert!(must.exists(), "{} was not written", must.display());
     }
+    assert_eq!(sb.queue_records().len(), 1, "the queued record was checked too");
     assert!(checked > 10);
 }
 

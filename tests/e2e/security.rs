@@ -95,7 +95,13 @@ fn modes_after_a_writer_race(mask: u32) {
         doc.names().filter(|n| n.starts_with("hook-")).filter(|n| sb.entry(n).unwrap()["died"] == json!(1)).count() == 2
     });
     sb.set_limit("1");
-    webhook_spawn(sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/widgets")], b"[github] issue #3 opened\n").code(75);
+    // A full box queues the batch (issue 24); a held registry lock is a refusal, which writes the refusal record.
+    webhook_spawn(sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/widgets")], b"[github] issue #3 opened\n").code(0);
+    {
+        let _held = agent_box_tests::HeldLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO);
+        let vars = [("LOCAL_WEBHOOK_SPAWN_KEY", "acme/widgets"), ("REGISTRY_LOCK_WAIT", "0.2")];
+        webhook_spawn(sb, &vars, b"[github] issue #4 opened\n").code(75);
+    }
     let staged = sb.registry().with_extension("staged");
     fs::write(&staged, b"not json").unwrap();
     fs::set_permissions(&staged, fs::Permissions::from_mode(0o640)).unwrap();

@@ -83,8 +83,9 @@ fn spawn_crash_rm_leaves_a_complete_audit_trail() {
     spawn(&sb, "acme/widgets", b"[github] issue #7 opened\n").code(0);
     let name = hook_name(&sb);
     sb.once();
+    // The epilogue writes the entry, then the lease (lock order registry → lease): wait for both.
     wait_until("died:1", || sb.entry(&name).is_some_and(|e| e["died"] == json!(1)));
-    assert_eq!(sb.lease(&name).unwrap()["outcome"], json!("died:1"));
+    wait_until("the lease's died:1", || sb.lease(&name).is_some_and(|l| l["outcome"] == json!("died:1")));
     session(&sb, &["leases"]).code(0).stdout(predicate::str::contains("died:1"));
     session(&sb, &["rm", &name]).code(0);
     assert!(sb.lease(&name).is_none());
@@ -95,9 +96,9 @@ fn spawn_crash_rm_leaves_a_complete_audit_trail() {
     );
 }
 
-// X09
+// X09, IN-6, IN-11
 #[test]
-fn a_deferred_batch_starts_once_a_slot_frees() {
+fn a_batch_queued_on_a_full_box_starts_once_a_slot_frees() {
     let mut sb = Sandbox::new();
     prepared(&mut sb);
     sb.set_limit("2");
@@ -105,11 +106,14 @@ fn a_deferred_batch_starts_once_a_slot_frees() {
     sb.once();
     sb.wait_live("a");
     sb.wait_live("b");
-    spawn(&sb, "acme/x", b"[github] push\n").code(75);
+    spawn(&sb, "acme/x", b"[github] push\n")
+        .code(0)
+        .stdout(predicates::str::contains("batch queued at position 1 of 1"));
+    assert!(sb.read_registry().names().all(|n| !n.starts_with("hook-")), "nothing started on a full box");
     let rm = sb.cmd("agent-box-session").args(["rm", "a"]).output().unwrap();
     assert_eq!(rm.status.code(), Some(0));
-    spawn(&sb, "acme/x", b"[github] push\n").code(0);
-    let name = hook_name(&sb);
     sb.once();
+    let name = hook_name(&sb);
     sb.wait_live(&name);
+    assert!(sb.queue_records().is_empty(), "admitted: the record left the queue");
 }

@@ -401,8 +401,8 @@ pub fn f6() -> Case {
 }
 
 /// F7: a SIGSTOPped holder of the lease lock, then of the hook-log lock: the lease or log step is skipped (a batch
-/// that cannot get its lease is deferred, issue 18), other exit codes unchanged, each within 2 s (plus process
-/// start).
+/// that cannot get its lease waits in the intake queue, issues 18 and 24), other exit codes unchanged, each within
+/// 2 s (plus process start).
 pub fn f7() -> Case {
     let mut case = Case::new("F7");
     let sb = Sandbox::in_slot();
@@ -420,11 +420,12 @@ pub fn f7() -> Case {
         let warned = text(&rm.stderr).lines().count() == 1 && code(&rm) == 0;
         case.check("lease lock: rm exits 0 with one warning", warned, text(&rm.stderr));
         case.bounded("lease lock: rm", took, bound);
-        // Issue 18 item 3: no lease, no accepted batch; the receiver keeps it and retries.
+        // Issue 18 item 3 with issue 24: no lease, no session started untracked; the batch waits in the queue.
         let (spawn, took) = spawn_batch(&sb, "acme/leaselock");
         let listed = sb.read_registry().names().any(|n| n.contains("leaselock"));
-        let deferred = code(&spawn) == 75 && !listed;
-        case.check("lease lock: webhook-spawn defers (exit 75, nothing added)", deferred, text(&spawn.stderr));
+        let queued = sb.queue_records().iter().any(|r| r["routingKey"] == "acme/leaselock");
+        let kept = code(&spawn) == 0 && !listed && queued;
+        case.check("lease lock: webhook-spawn queues the batch (exit 0, no session added)", kept, text(&spawn.stderr));
         case.bounded("lease lock: webhook-spawn", took, bound);
     }
     let _holder = HungHolder::on(&sb.state_dir().join("hook-sessions.jsonl.lock"));

@@ -183,6 +183,51 @@ impl Sandbox {
         leases.create_with_gen(&name, "github:acme/widgets", Some("7"), new_gen, None).unwrap().to_string()
     }
 
+    /// The names of the lease files present, sorted.
+    pub fn lease_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.paths().lease_dir())
+            .map(|entries| {
+                entries.filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(str::to_owned)).collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// The intake queue's records, oldest first (issue 24, docs/intake.md IN-1).
+    pub fn queue_records(&self) -> Vec<Value> {
+        let read_dir = |dir: PathBuf| -> Vec<PathBuf> {
+            let mut paths: Vec<PathBuf> = fs::read_dir(dir)
+                .map(|entries| {
+                    entries
+                        .filter_map(|e| Some(e.ok()?.path()))
+                        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            paths.sort();
+            paths
+        };
+        read_dir(self.paths().queue_dir())
+            .iter()
+            .filter_map(|p| serde_json::from_slice(&fs::read(p).ok()?).ok())
+            .collect()
+    }
+
+    /// The ended (expired) records kept under `queue/ended/`, oldest first.
+    pub fn ended_records(&self) -> Vec<Value> {
+        let dir = self.paths().queue_dir().join("ended");
+        let mut paths: Vec<PathBuf> =
+            fs::read_dir(dir).map(|e| e.filter_map(|e| Some(e.ok()?.path())).collect()).unwrap_or_default();
+        paths.sort();
+        paths.iter().filter_map(|p| serde_json::from_slice(&fs::read(p).ok()?).ok()).collect()
+    }
+
+    /// Removes the queue's records (test set-up between cases).
+    pub fn clear_queue(&self) {
+        let _ = fs::remove_dir_all(self.paths().queue_dir());
+    }
+
     /// The hook log's parsed lines.
     pub fn hook_log(&self) -> Vec<Value> {
         fs::read_to_string(self.paths().hook_log())

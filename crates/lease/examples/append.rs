@@ -19,8 +19,14 @@ fn main() -> ExitCode {
     let mut skipped = 0;
     for i in 0..count {
         let event = format!("event-{i}");
-        let record =
-            SpawnRecord { name: &name, topic: "github:acme/widgets", event: &event, object: None, count: None };
+        let record = SpawnRecord {
+            name: &name,
+            topic: "github:acme/widgets",
+            event: &event,
+            object: None,
+            count: None,
+            intake: None,
+        };
         match log.append_spawn(&record) {
             Appended::Written | Appended::WrittenAndTrimmed => {}
             Appended::Skipped => skipped += 1,

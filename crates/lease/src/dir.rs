@@ -220,6 +220,9 @@ impl LeaseDir {
         map.insert("gen".into(), Value::from(new_gen.as_str()));
         map.insert("outcome".into(), Value::Null);
         map.insert("lastSeenAt".into(), Value::Null);
+        if let Some(key) = spawn.and_then(|(_, record)| record.intake) {
+            map.insert("intake".into(), Value::from(key));
+        }
         if let Some((log, record)) = spawn {
             drop(log.append_spawn(record));
         }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_box_types::hooklog::{EndLine, RestartLine, SpawnLine, What};
+use agent_box_types::intake::IntakeLine;
 use base::{SessionName, time};
 use registry::{paths::lock_path_of, with_file_lock};
 use serde_json::Value;
@@ -28,6 +29,9 @@ pub struct SpawnRecord<'a> {
     pub event: &'a str,
     pub object: Option<&'a str>,
     pub count: Option<u64>,
+    /// Issue 24: the intake key of the queued record this session was admitted from (docs/intake.md); also
+    /// written into the lease.
+    pub intake: Option<&'a str>,
 }
 
 /// The result of one append; never a reason to change an exit code.
@@ -78,6 +82,7 @@ impl HookLog {
             event: record.event.to_owned(),
             object: canonical_object(record.object).map(str::to_owned),
             count: record.count,
+            intake: record.intake.map(str::to_owned),
         };
         self.append(serde_json::to_vec(&line))
     }
@@ -96,6 +101,12 @@ impl HookLog {
             outcome: outcome.map(str::to_owned),
         };
         self.append(serde_json::to_vec(&line))
+    }
+
+    /// An intake step of issue 24 (`what: "intake"`): queued, coalesced, duplicate, or a record's end without a
+    /// session (claimed, expired, removed).
+    pub fn append_intake(&self, line: &IntakeLine) -> Appended {
+        self.append(serde_json::to_vec(line))
     }
 
     pub(crate) fn end_record(&self, name: &SessionName, how: &EndHow, lease: Option<&Lease>) -> EndLine {

@@ -387,8 +387,14 @@ fn ls_11_12_hook_log_trims_repairs_and_fixes_mode() {
     fs::write(&path, &old).unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
     let hook = name("hook-a");
-    let record =
-        SpawnRecord { name: &hook, topic: "github:x", event: "issues", object: Some(""), count: parse_count("x") };
+    let record = SpawnRecord {
+        name: &hook,
+        topic: "github:x",
+        event: "issues",
+        object: Some(""),
+        count: parse_count("x"),
+        intake: None,
+    };
     assert!(matches!(fx.log().append_spawn(&record), Appended::WrittenAndTrimmed));
     let text = fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -400,7 +406,14 @@ fn ls_11_12_hook_log_trims_repairs_and_fixes_mode() {
 
     fs::write(&path, b"{\"torn\":").unwrap();
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-    let record = SpawnRecord { name: &hook, topic: "github:x", event: "", object: Some("7"), count: parse_count("3") };
+    let record = SpawnRecord {
+        name: &hook,
+        topic: "github:x",
+        event: "",
+        object: Some("7"),
+        count: parse_count("3"),
+        intake: None,
+    };
     assert!(matches!(fx.log().append_spawn(&record), Appended::Written));
     let text = fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -423,6 +436,7 @@ fn ls_11_12_spawn_record_shape() {
         event: "issues",
         object: Some("4242"),
         count: Some(1),
+        intake: None,
     };
     fx.log().with_clock(at_t0).append_spawn(&record);
     assert_eq!(

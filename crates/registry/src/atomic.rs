@@ -42,6 +42,30 @@ pub fn write_atomic_parts(target: &Path, parts: &[&[u8]]) -> io::Result<Durabili
     })
 }
 
+/// Creates `target` with `bytes` only when no file has that name (issue 24, the intake queue): temp file beside it
+/// (0600), fsync, a hard link under the final name (which fails instead of replacing), the temp removed, fsync of
+/// the directory. `Ok(false)` when `target` already existed: nothing was changed.
+pub fn create_durable(target: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let dir = parent_dir(target);
+    let (temp_path, file) = create_temp(target)?;
+    let linked = fill_and_sync(file, &[bytes]).and_then(|()| fs::hard_link(&temp_path, target));
+    let _ = fs::remove_file(&temp_path);
+    match linked {
+        Ok(()) => File::open(dir)?.sync_all().map(|()| true),
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// Removes `target` and makes the removal durable (fsync of its directory); a missing file is no error.
+pub fn remove_durable(target: &Path) -> io::Result<()> {
+    match fs::remove_file(target) {
+        Ok(()) => File::open(parent_dir(target))?.sync_all(),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
 fn fill_and_sync(mut file: File, parts: &[&[u8]]) -> io::Result<()> {
     // The umask may have narrowed the create mode; the result must be exactly 0600 (RG-8.4).
     file.set_permissions(Permissions::from_mode(0o600))?;

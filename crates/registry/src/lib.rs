@@ -22,7 +22,7 @@ pub mod read;
 pub mod splice;
 pub mod store;
 
-pub use atomic::{ensure_private_dir, write_atomic, write_atomic_parts};
+pub use atomic::{create_durable, ensure_private_dir, remove_durable, write_atomic, write_atomic_parts};
 pub use capacity::{CapacityError, Mode, Usage, admit, read_limit};
 pub use document::{Document, Entry, EntryMut, FieldError, Hook, LIFE_KEY, NewEntry, new_entry};
 pub use error::{LockRefusal, RegistryError};

@@ -130,6 +130,10 @@ impl Paths {
     pub fn lease_dir(&self) -> PathBuf {
         self.state_dir.join("lease")
     }
+    /// The intake queue (issue 24, docs/intake.md): queued records, tombstones, admission intents, ended rows.
+    pub fn queue_dir(&self) -> PathBuf {
+        self.state_dir.join("queue")
+    }
     pub fn hook_log(&self) -> PathBuf {
         self.state_dir.join("hook-sessions.jsonl")
     }

@@ -91,6 +91,8 @@ pub struct Config {
     pub unit_env: Vec<(String, String)>,
     /// Issue 21: `AGENT_BOX_ON_OUTCOME` and its bound; `None` = no notification.
     pub on_outcome: Option<crate::notify::OnOutcome>,
+    /// Issue 24: the intake queue's bounds (`AGENT_BOX_QUEUE_MAX`, `AGENT_BOX_QUEUE_MAX_AGE`).
+    pub queue_bounds: intake::Bounds,
     pub tmux: TmuxConfig,
 }
 
@@ -113,6 +115,8 @@ pub enum Problem {
     NotifierNotExecutable(String),
     #[error("AGENT_BOX_ON_OUTCOME_TIMEOUT must be a whole number of seconds from 1 to 3600 (it is '{0}')")]
     NotifierTimeout(String),
+    #[error(transparent)]
+    QueueBound(#[from] intake::bounds::BoundProblem),
 }
 
 /// Every problem of the start-up configuration, reported together in one line (exit 2).
@@ -184,6 +188,8 @@ impl Config {
         let env_exec = absolute("AGENT_BOX_ENV_EXEC", set("AGENT_BOX_ENV_EXEC"), false, &mut problems);
         let codex_home = absolute("CODEX_HOME", set("CODEX_HOME"), false, &mut problems);
         let on_outcome = crate::notify::OnOutcome::from_lookup(&set, &mut problems);
+        let (queue_bounds, bound_problems) = intake::Bounds::from_lookup(&env);
+        problems.extend(bound_problems.into_iter().map(Problem::from));
         let external_server = match text(SERVER_VAR).as_deref() {
             None => false,
             Some(EXTERNAL) => true,
@@ -222,6 +228,7 @@ impl Config {
             external_server,
             unit_env: Vec::new(),
             on_outcome,
+            queue_bounds,
             tmux,
             seed,
             paths,

@@ -2,7 +2,7 @@
 //! The binary in `main.rs` is a thin front over it.
 //!
 //! When a tick runs (SUP-3, with the session-closed wake of issue 12). The loop waits in one `poll(2)` for the first
-//! of four sources, then runs one tick:
+//! of five sources, then runs one tick:
 //! 1. the timer, 2 s after the previous tick ended (`AGENT_BOX_TICK_SECS` changes it, for tests and bench only);
 //! 2. a change of the registry in its directory (inotify on the directory; 50 ms settle);
 //! 3. a tmux session that closed: the supervisor owns the wake file `~/.local/state/agent-box/tmux-wake` (F21;
@@ -14,7 +14,9 @@
 //!    pane) its server runs that job, which opens P for appending and closes it: the loop wakes, waits 10 ms so a
 //!    burst of closes folds into one tick, and ticks. An idle tick therefore stays one tmux process and no write;
 //!    the install is one call per server, never per tick;
-//! 4. SIGTERM, SIGINT or SIGHUP (self-pipe): the loop exits.
+//! 4. a record written to the intake queue `~/.local/state/agent-box/queue/` (issue 24: inotify on the directory,
+//!    50 ms settle), so a batch queued while a slot is free is admitted at once;
+//! 5. SIGTERM, SIGINT or SIGHUP (self-pipe): the loop exits.
 //!
 //! Failure modes of the wake, each falling back to the timer: a wake file that cannot be created or watched is
 //! logged once per streak (`cannot watch <file> for ended sessions …`) and retried before every wait; a path whose
@@ -42,6 +44,7 @@ pub mod backoff;
 pub mod cli;
 pub mod config;
 pub mod decide;
+mod intake;
 mod intent;
 pub mod launch;
 mod life;

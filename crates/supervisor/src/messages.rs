@@ -55,6 +55,11 @@ pub fn cannot_watch_registry(dir: &str, err: impl Display) -> String {
     format!("cannot watch {dir} for changes ({err}); polling every 2s")
 }
 
+/// L37: the queue directory cannot be watched (once per streak).
+pub fn cannot_watch_queue(dir: &str, err: impl Display) -> String {
+    format!("cannot watch {dir} for queued batches ({err}); they are admitted at the next tick")
+}
+
 pub fn cannot_watch_closed(file: &str, err: impl Display) -> String {
     format!("cannot watch {file} for ended sessions ({err}); a killed session is noticed at the next tick")
 }
@@ -257,4 +262,62 @@ pub fn outcome_not_delivered(name: &SessionName, outcome: &str, program: &str, r
 /// Issue 21 (N-8): the marker that tells `leases` outcomes are reported could not be written.
 pub fn notify_marker_failed(path: &Path, err: &std::io::Error) -> String {
     format!("cannot write {} ({err}); agent-box-session leases will show outcomes as not reported", path.display())
+}
+
+// The intake queue (intake.rs, issue 24, docs/intake.md).
+
+/// L27: the end of an L26 streak.
+pub const QUEUE_READABLE_AGAIN: &str = "the intake queue can be read again";
+
+/// L26: the queue cannot be listed (once per streak).
+pub fn queue_unreadable(err: impl Display) -> String {
+    format!("{err}; no queued batch is admitted until it can be read")
+}
+
+/// L28, IN-11: a record became a session.
+pub fn intake_admitted(key: &str, name: &SessionName, waited: &str) -> String {
+    format!("admitted queued batch '{key}' as '{name}' after {waited} in the queue")
+}
+
+/// L29: a warning of an admitted record's start (W2, W7 of webhook-spawn).
+pub fn admission_note(name: &SessionName, note: &str) -> String {
+    format!("'{name}': {note}")
+}
+
+/// L30, IN-14: a live session claims the record's work.
+pub fn intake_claimed(key: &str, by: &str) -> String {
+    format!("queued batch '{key}' ended claimed: live session '{by}' already claims its work")
+}
+
+/// L31, IN-9: a record past a bound.
+pub fn intake_expired(key: &str, assignment: &str, waited: &str) -> String {
+    format!(
+        "queued batch '{key}' ({assignment}) expired after {waited} without a free slot; it is kept as an unresolved row (agent-box-session queue)"
+    )
+}
+
+/// L32: an ending that could not be written.
+pub fn intake_not_ended(key: &str, err: impl Display) -> String {
+    format!("queued batch '{key}' could not be ended ({err}); it stays queued")
+}
+
+/// L33: no record can be admitted (the registry, the limit or tmux cannot be read); once per streak.
+pub fn intake_undecided(why: &str) -> String {
+    format!("queued batches wait: {why}")
+}
+
+/// L34: one record could not be admitted; once per record per streak.
+pub fn intake_failed(key: &str, why: &str) -> String {
+    format!("queued batch '{key}' was not admitted: {why}; it stays queued and is tried again")
+}
+
+/// L35, IN-12: an admission a crash interrupted, finished or taken back (L36).
+pub fn admission_finished(key: &str, name: &str) -> String {
+    format!("finished the interrupted admission of queued batch '{key}' as '{name}'")
+}
+
+pub fn admission_taken_back(key: &str, name: &str) -> String {
+    format!(
+        "took back the interrupted admission of queued batch '{key}' as '{name}' (nothing of it had started); it waits again"
+    )
 }

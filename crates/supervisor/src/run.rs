@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::log::{Latch, Log};
 use crate::messages;
 use crate::supervisor::Supervisor;
-use crate::wake::{RegistryWatch, Signals, Sources, Wake, WakeFile, wait};
+use crate::wake::{QueueWatch, RegistryWatch, Signals, Sources, Wake, WakeFile, wait};
 
 /// Why the supervisor stopped running.
 #[derive(Debug)]
@@ -113,7 +113,12 @@ fn run_locked(config: Config) -> Stop {
             return stop_on(&mut supervisor, signal);
         }
         watches.arm(&mut supervisor);
-        let mut sources = Sources { registry: &mut watches.registry, closed: &mut watches.closed, signals: &signals };
+        let mut sources = Sources {
+            registry: &mut watches.registry,
+            closed: &mut watches.closed,
+            queue: &mut watches.queue,
+            signals: &signals,
+        };
         if let Wake::Signal(signal) = wait(Instant::now() + period, &mut sources) {
             return stop_on(&mut supervisor, signal);
         }
@@ -127,6 +132,9 @@ struct Watches {
     registry_failed: Latch,
     closed: WakeFile,
     closed_failed: Latch,
+    /// Issue 24: the intake queue's directory.
+    queue: QueueWatch,
+    queue_failed: Latch,
     /// The session-closed hook, when it could be built for the wake file's path; handed to the supervisor (which
     /// installs it on each new server) once the file is first watched.
     hook: Option<WakeHook>,
@@ -148,6 +156,8 @@ impl Watches {
             registry_failed: Latch::default(),
             closed: WakeFile::new(path),
             closed_failed: Latch::default(),
+            queue: QueueWatch::new(supervisor.config().paths.queue_dir()),
+            queue_failed: Latch::default(),
             hook,
             handed: false,
         }
@@ -163,6 +173,17 @@ impl Watches {
                 if self.registry_failed.raise() {
                     let dir = self.registry.dir().display().to_string();
                     supervisor.log_warn(&messages::cannot_watch_registry(&dir, err));
+                }
+            }
+        }
+        match self.queue.arm() {
+            Ok(()) => {
+                self.queue_failed.clear();
+            }
+            Err(err) => {
+                if self.queue_failed.raise() {
+                    let dir = self.queue.dir().display().to_string();
+                    supervisor.log_warn(&messages::cannot_watch_queue(&dir, err));
                 }
             }
         }

@@ -52,6 +52,10 @@ pub(crate) struct Latches {
     /// L17 and L13 are once per name per process.
     pub codex_remote: BTreeSet<String>,
     pub bad_keys: BTreeSet<String>,
+    /// Issue 24: the intake queue cannot be listed; an admission cannot be decided; a record cannot be admitted.
+    pub queue_unreadable: Latch,
+    pub intake_waiting: Latch,
+    pub intake_failed: NameLatches,
     /// Issue 20: the env store is missing, or cannot be read, at a spawn (once per streak each).
     pub env_store_missing: Latch,
     pub env_store_unreadable: Latch,
@@ -100,6 +104,9 @@ pub struct Supervisor {
     pub(crate) wake_installed_on: Option<u32>,
     /// Issue 21: the outcome notifier's running program and retry memory (`notify.rs`).
     pub(crate) notifier: crate::notify::Notifier,
+    /// Issue 24: the intake queue, and when its tombstones were last pruned.
+    pub(crate) queue: intake::Queue,
+    pub(crate) intake_pruned_at: Option<i64>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -113,6 +120,7 @@ impl Supervisor {
         let leases = LeaseDir::new(config.paths.lease_dir());
         let hook_log = HookLog::new(config.paths.hook_log());
         let refusals = RefusalRecord::new(config.paths.refusal_record());
+        let queue = intake::Queue::new(config.paths.queue_dir());
         Self {
             config,
             tmux,
@@ -132,6 +140,8 @@ impl Supervisor {
             wake: None,
             wake_installed_on: None,
             notifier: crate::notify::Notifier::default(),
+            queue,
+            intake_pruned_at: None,
         }
     }
 
@@ -177,6 +187,7 @@ impl Supervisor {
             self.sweep_orphan_filters(&doc, tick.now);
         }
         self.remove_side_temps();
+        self.queue.remove_temp_leftovers();
         self.write_notify_marker();
     }
 
@@ -203,6 +214,7 @@ impl Supervisor {
         self.sweep(&mut tick, &doc);
         if let Some(snapshot) = tick.snapshot.clone() {
             self.previous_managed = snapshot.iter().filter(|n| doc.contains(n)).count();
+            self.intake(&mut tick, &mut doc, &snapshot);
             self.adopt_unrecorded(&mut tick, &doc, &snapshot);
             let running = self.reconcile(&mut tick, &doc, &snapshot);
             self.heartbeat(&tick, &running);

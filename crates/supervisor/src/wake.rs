@@ -1,6 +1,7 @@
 //! What ends a wait between ticks (SUP-3.2–3.4, SUP-14): the timer, a change of the registry's directory seen
-//! by inotify, a session that closed (the tmux `session-closed` hook appended to the wake file, issue 12), or a
-//! termination signal delivered through a self-pipe. One `poll(2)` covers all four.
+//! by inotify, a session that closed (the tmux `session-closed` hook appended to the wake file, issue 12), a record
+//! written to the intake queue (issue 24), or a termination signal delivered through a self-pipe. One `poll(2)`
+//! covers all five.
 
 use std::ffi::OsString;
 use std::fs::OpenOptions;
@@ -33,6 +34,8 @@ pub enum Wake {
     Timer,
     RegistryChanged,
     SessionClosed,
+    /// Issue 24: a record was written to the intake queue.
+    Queued,
     Signal(Signal),
 }
 
@@ -141,6 +144,56 @@ impl RegistryWatch {
     }
 }
 
+/// Issue 24: the inotify watch on the intake queue's directory, for a record written there (created by webhook-spawn,
+/// or replaced when a batch is appended). Armed lazily once the directory exists (the first writer creates it; a
+/// queue nobody wrote to yet is not a problem and not announced), re-armed after it went away.
+#[derive(Debug)]
+pub struct QueueWatch {
+    dir: PathBuf,
+    inotify: Option<Inotify>,
+}
+
+impl QueueWatch {
+    pub fn new(dir: PathBuf) -> Self {
+        Self { dir, inotify: None }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn arm(&mut self) -> io::Result<()> {
+        if self.inotify.is_some() || registry::atomic::is_absent(&self.dir) {
+            return Ok(());
+        }
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
+        let mask = AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_CREATE | AddWatchFlags::IN_ONLYDIR;
+        inotify.add_watch(&self.dir, mask)?;
+        self.inotify = Some(inotify);
+        Ok(())
+    }
+
+    /// Drains the queue; true when a record (`*.json`) appeared.
+    fn drain(&mut self) -> bool {
+        let Some(inotify) = &self.inotify else { return false };
+        let (mut record, mut lost) = (false, false);
+        while let Ok(events) = inotify.read_events() {
+            if events.is_empty() {
+                break;
+            }
+            for event in events {
+                let gone = AddWatchFlags::IN_DELETE_SELF | AddWatchFlags::IN_MOVE_SELF | AddWatchFlags::IN_IGNORED;
+                lost |= event.mask.intersects(gone);
+                record |= event.name.as_deref().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".json"));
+            }
+        }
+        if lost {
+            self.inotify = None;
+        }
+        record
+    }
+}
+
 /// The session-closed wake file (F21), watched by inode: the tmux hook opens it for appending and closes it, which
 /// is one `IN_CLOSE_WRITE`. Armed lazily; a file that was deleted or moved away is created again at the next arm.
 #[derive(Debug)]
@@ -223,6 +276,7 @@ fn ensure_regular_file(path: &Path) -> io::Result<()> {
 pub struct Sources<'a> {
     pub registry: &'a mut RegistryWatch,
     pub closed: &'a mut WakeFile,
+    pub queue: &'a mut QueueWatch,
     pub signals: &'a Signals,
 }
 
@@ -236,45 +290,53 @@ pub fn wait(due: Instant, sources: &mut Sources<'_>) -> Wake {
         if left.is_zero() {
             return Wake::Timer;
         }
-        let (registry_ready, closed_ready) = poll_sources(sources, left);
+        let [registry_ready, closed_ready, queue_ready] = poll_sources(sources, left);
         if closed_ready && sources.closed.drain() {
             std::thread::sleep(SETTLE_CLOSED);
-            drain_both(sources);
+            drain_all(sources);
             return Wake::SessionClosed;
         }
         if registry_ready && sources.registry.drain() {
             std::thread::sleep(SETTLE);
-            drain_both(sources);
+            drain_all(sources);
             return Wake::RegistryChanged;
+        }
+        if queue_ready && sources.queue.drain() {
+            std::thread::sleep(SETTLE_CLOSED);
+            drain_all(sources);
+            return Wake::Queued;
         }
     }
 }
 
-/// After the settle time: whatever either source queued meanwhile is folded into the tick about to run.
-fn drain_both(sources: &mut Sources<'_>) {
+/// After the settle time: whatever any source queued meanwhile is folded into the tick about to run.
+fn drain_all(sources: &mut Sources<'_>) {
     sources.registry.drain();
     sources.closed.drain();
+    sources.queue.drain();
 }
 
-/// One `poll(2)` over the signal pipe and the armed watches; which watches are readable.
-fn poll_sources(sources: &Sources<'_>, left: Duration) -> (bool, bool) {
+/// One `poll(2)` over the signal pipe and the armed watches; which watches (registry, closed, queue) are readable.
+fn poll_sources(sources: &Sources<'_>, left: Duration) -> [bool; 3] {
     let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
     let mut fds = vec![PollFd::new(sources.signals.read.as_fd(), PollFlags::POLLIN)];
-    let registry_at = sources.registry.inotify.as_ref().map(|inotify| {
-        fds.push(PollFd::new(inotify.as_fd(), PollFlags::POLLIN));
-        fds.len() - 1
-    });
-    let closed_at = sources.closed.inotify.as_ref().map(|inotify| {
-        fds.push(PollFd::new(inotify.as_fd(), PollFlags::POLLIN));
-        fds.len() - 1
-    });
+    let watches = [&sources.registry.inotify, &sources.closed.inotify, &sources.queue.inotify];
+    let at: Vec<Option<usize>> = watches
+        .iter()
+        .map(|inotify| {
+            inotify.as_ref().map(|inotify| {
+                fds.push(PollFd::new(inotify.as_fd(), PollFlags::POLLIN));
+                fds.len() - 1
+            })
+        })
+        .collect();
     if poll(&mut fds, timeout).is_err() {
-        return (false, false);
+        return [false; 3];
     }
     let ready = |at: Option<usize>| {
         at.and_then(|i| fds.get(i)).and_then(PollFd::revents).is_some_and(|r| r.contains(PollFlags::POLLIN))
     };
-    (ready(registry_at), ready(closed_at))
+    [ready(at[0]), ready(at[1]), ready(at[2])]
 }
 
 #[cfg(test)]

@@ -317,6 +317,7 @@ fn n_2_the_document_carries_the_hook_log_s_spawn_record_of_the_lease() {
         event: "issues",
         object: Some("612"),
         count: Some(2),
+        intake: None,
     };
     let lease_gen = world.leases().create_with_spawn(&spawn, lease::Gen::random(), &world.hook_log()).unwrap();
     world.leases().mark_outcome(&name, &Outcome::Vanished, &Expect::Any).unwrap();

@@ -25,6 +25,9 @@ pub struct SpawnLine {
     /// The issue or PR number: digits only, else null.
     pub object: Option<String>,
     pub count: Option<u64>,
+    /// Issue 24: the key of the intake record the session was admitted from; absent on records of older writers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intake: Option<String>,
 }
 
 /// An `end` line (LS-8.3).

@@ -18,6 +18,7 @@
 
 pub mod filter;
 pub mod hooklog;
+pub mod intake;
 pub mod refusal;
 pub mod report;
 pub mod side;

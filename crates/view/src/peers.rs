@@ -26,6 +26,14 @@ pub fn report_text(ctx: &Context, exclude: Option<&str>) -> Result<String, Strin
     collect(ctx, exclude).map(|report| render_text(&report.peers))
 }
 
+/// The text report of everyone in `live` (issue 24: the supervisor's admission, which has the live set it probed
+/// under the registry lock and no front end's context).
+pub fn report_text_for(paths: &registry::Paths, live: &[String]) -> String {
+    let registry = read::read_registry(paths);
+    let peers: Vec<Peer> = live.iter().map(|name| peer(paths, &registry, name)).collect();
+    render_text(&peers)
+}
+
 /// Everything both renderings need.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
@@ -40,8 +48,11 @@ pub struct Report {
 pub fn collect(ctx: &Context, exclude: Option<&str>) -> Result<Report, String> {
     let live = ctx.live_set()?;
     let registry = read::read_registry(&ctx.paths);
-    let peers =
-        live.iter().filter(|name| Some(name.as_str()) != exclude).map(|name| peer(ctx, &registry, name)).collect();
+    let peers = live
+        .iter()
+        .filter(|name| Some(name.as_str()) != exclude)
+        .map(|name| peer(&ctx.paths, &registry, name))
+        .collect();
     Ok(Report {
         me: exclude.map(str::to_owned),
         registry: registry.status,
@@ -50,7 +61,7 @@ pub fn collect(ctx: &Context, exclude: Option<&str>) -> Result<Report, String> {
     })
 }
 
-fn peer(ctx: &Context, registry: &RegistryView, name: &str) -> Peer {
+fn peer(paths: &registry::Paths, registry: &RegistryView, name: &str) -> Peer {
     let entry = registry.doc.entry(name);
     // A session a dispatch started is named `hook-*`.
     let kind = if name.starts_with("hook-") { PeerKind::Dispatched } else { PeerKind::Interactive };
@@ -61,8 +72,8 @@ fn peer(ctx: &Context, registry: &RegistryView, name: &str) -> Peer {
         harness: entry.and_then(|e| e.agent()).map(str::to_owned),
         working_directory: entry.and_then(|e| e.working_directory()).map(str::to_owned),
         died: entry.and_then(|e| e.died()).cloned(),
-        unresolved: read::unresolved_outcome(&ctx.paths, name),
-        claims: claims::read(&ctx.paths, name),
+        unresolved: read::unresolved_outcome(paths, name),
+        claims: claims::read(paths, name),
     }
 }
 

@@ -8,16 +8,15 @@
 //!   20-lease LS-9.3 says (60 §8.4 mentions a best-effort snapshot; the lease spec owns the record).
 //! - An empty `LOCAL_WEBHOOK_SPAWN_KEY` reads like an unset one: the name uses `event`, no claim, no W15.
 
-pub mod claim;
 pub mod cli;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod inputs;
 pub mod messages;
-pub mod name;
 pub mod out;
 pub mod preamble;
-pub mod prompt;
-pub mod prose;
 pub mod spawn;
+
+// Moved to the intake crate (issue 24), which the supervisor's admission shares; kept under their old paths.
+pub use intake::{claim, name, prompt, prose};

@@ -7,9 +7,6 @@ pub const RESOLVED_PROFILE: &str =
 pub fn key_too_long(key: &str) -> String {
     format!("event key '{key}' does not fit a session name (at most 150 characters)")
 }
-pub fn called_instead(name: &str) -> String {
-    format!("this session is called '{name}' instead")
-}
 pub const META_UNUSABLE: &str = "LOCAL_WEBHOOK_SPAWN_META is not a JSON object; this session claims nothing";
 pub const ARGS_UNUSABLE: &str =
     "AGENT_BOX_HOOK_SESSION_ARGS is not a JSON array of strings; starting without extra arguments";
@@ -18,13 +15,6 @@ pub fn profile_ignored(profile: &str, source: &str, harness: &str) -> String {
     format!(
         "profile '{profile}' (from {source}) is not used: agent profiles are not part of this build; starting {harness}"
     )
-}
-pub fn filter_failed(path: &str, reason: &str) -> String {
-    format!("could not write {path} ({reason}); the session starts unsubscribed, so its CI may start a duplicate")
-}
-/// Issue 18 item 3: the lease could not be created, so the batch is deferred rather than run untracked.
-pub fn lease_failed(name: &str, reason: &str) -> String {
-    format!("could not create the lease for '{name}' ({reason}); not starting work the box could not account for")
 }
 pub const DEFERRED: &str = "session start deferred; receiver will retry";
 pub fn not_absolute(var: &str, value: &str) -> String {
@@ -40,18 +30,36 @@ pub fn stdin_failed(reason: &str) -> String {
 pub fn unclaimable(why: &str) -> String {
     format!("the event key or source cannot be claimed ({why}); starting without a claim, lease or log line")
 }
-pub fn registry_unusable(registry: &str, reason: &str) -> String {
-    format!("{registry} does not parse or cannot be read ({reason}); the supervisor repairs it, so this batch waits")
-}
-pub fn no_free_name(key: &str) -> String {
-    format!("could not find a free session name for key '{key}'")
-}
-pub fn registry_write_failed(registry: &str, reason: &str) -> String {
-    format!("could not write {registry} ({reason}); nothing of this batch was kept")
-}
 pub fn record_failed(record: &str, reason: &str) -> String {
     format!("could not update {record} ({reason})")
 }
 pub fn added(name: &str, harness: &str) -> String {
     format!("session '{name}' ({harness}) added with a kickoff prompt — the supervisor starts it within ~2s")
+}
+
+/// W20, issue 24 (docs/intake.md IN-6): the batch is durably queued; the supervisor starts its session when a slot frees.
+pub fn queued(position: usize, queued: usize, why: Option<&str>) -> String {
+    let why = why.map(|why| format!(" ({why})")).unwrap_or_default();
+    format!(
+        "batch queued at position {position} of {queued}{why}; the supervisor starts a session for it when a slot frees (agent-box-session queue lists it)"
+    )
+}
+/// W21, IN-5: the batch joined the queued record of its assignment.
+pub fn coalesced(into: &str, position: usize, events: usize) -> String {
+    format!(
+        "batch added to the queued assignment '{into}' (position {position}, {events} batches); one session starts for all of them"
+    )
+}
+/// W22, IN-3: the batch's keys were accepted before; nothing changed.
+pub fn duplicate(key: &str, how: &str, name: Option<&str>) -> String {
+    let name = name.map(|name| format!(" as '{name}'")).unwrap_or_default();
+    format!("delivery '{key}' was already accepted ({how}{name}); nothing changed")
+}
+/// W23, IN-14: a live session already claims the work.
+pub fn claimed(by: &str) -> String {
+    format!("session '{by}' already claims this work; no session was started (the batch ended claimed)")
+}
+/// W24, IN-9: a bound variable that is not a number in its range; the default is used.
+pub fn bound_ignored(problem: &str) -> String {
+    format!("{problem}; using the default")
 }

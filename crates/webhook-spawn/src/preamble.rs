@@ -84,6 +84,7 @@ fn placeholder_prompt(topic: &str, note: &str, claude: bool) -> String {
     let topic = Some(prose(topic, 1000)).filter(|t| !t.is_empty()).unwrap_or_else(|| "?".into());
     let assign = format!(" [only when an event assigns an issue or PR to this box:]{}", assign_sentence());
     render(&Parts {
+        waited: None,
         topic: &topic,
         note: &prose(note, 1000),
         assign: Some(&assign),

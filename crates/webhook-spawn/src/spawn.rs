@@ -1,83 +1,95 @@
-//! Spawn mode (60-webhook-spawn §4): everything slow or fallible outside the lock, then ONE registry-lock section
-//! for admission, claim seed, entry, lease and log line, so a refused batch leaves nothing behind.
+//! Spawn mode (60-webhook-spawn §4, issue 24): everything slow or fallible outside the lock, then ONE
+//! registry-lock section in which the batch is accepted by the intake queue (docs/intake.md): a duplicate, joined
+//! to the queued record of its assignment, or a new record, admitted at once when nothing waits before it and a
+//! slot is free. Exit 0 means the batch is durably recorded; 75 only that nothing could be written.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::Read;
 
-use agent_box_types::filter::{FilterSeed, SeededTopic};
-use base::{SessionName, new_uuid_v4};
-use lease::{EndHow, HookLog, LeaseDir, RefusalRecord, SpawnRecord};
-use registry::store::{read_for_write, write_document};
-use registry::{CapacityError, NewEntry, RegistryError, RegistryLock, new_entry};
+use agent_box_types::intake::{Batch as RecordBatch, RECORD_NOTE, Record};
+use intake::key::{Inputs, assignment, delivery_ids, input_key, object};
+use intake::{Accepted, Bounds, Incoming, Queue, Site};
+use lease::{HookLog, LeaseDir, RefusalRecord};
 use view::Context;
 
-use crate::claim::{Meta, note, parse_meta, predicate};
+use crate::claim::parse_meta;
 use crate::error::SpawnError;
 use crate::inputs::{Batch, extra_args, harness, read_batch, report_profiles, seed_problem};
 use crate::messages;
-use crate::name::{mint, sanitised, too_long};
+use crate::name::{sanitised, too_long};
 use crate::out::Out;
-use crate::prompt::{
-    Parts, assign_sentence, assignment_armed, bounded_batch, bounded_peers, peers_unavailable, render,
-};
-use crate::prose::prose;
+use crate::prompt::{bounded_peers, peers_unavailable};
 
 /// Everything settled before the lock.
 struct Plan {
-    harness: String,
-    args: Vec<String>,
-    batch: Batch,
-    text: String,
-    seed: bool,
-    meta: Option<Meta>,
+    incoming: Incoming,
     peers: String,
-}
-
-/// Why a batch is deferred: the cause line and, for a capacity refusal, the admission's figures.
-struct Refusal {
-    cause: String,
-    counts: Option<(usize, u64)>,
-}
-
-impl Refusal {
-    fn because(cause: String) -> Self {
-        Self { cause, counts: None }
-    }
+    bounds: Bounds,
 }
 
 /// Why planning stopped before the lock.
 enum Stop {
     Usage(String),
-    Refused(Refusal),
+    Refused(String),
 }
 
-/// Runs spawn mode (§4): `Ok` when the batch is done, an entry added (its line in `out`) or the batch empty.
+/// Runs spawn mode: `Ok` when the batch is durably recorded (its line in `out`) or empty.
 pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read, out: &mut Out) -> Result<(), SpawnError> {
     let ctx = Context::from_lookup(env).map_err(|problem| SpawnError::Usage(problem.0))?;
     let plan = match plan(&ctx, env, stdin, out) {
         Ok(Some(plan)) => plan,
         Ok(None) => return Ok(()),
         Err(Stop::Usage(text)) => return Err(SpawnError::Usage(text)),
-        Err(Stop::Refused(refusal)) => return Err(defer(&ctx, env, refusal)),
+        Err(Stop::Refused(cause)) => return Err(defer(&ctx, env, cause)),
     };
-    let added = registry::with_lock(ctx.paths.registry(), ctx.lock_wait, registry::LockPolicy::FRONT_END, |guard| {
-        critical_section(&ctx, guard, &plan, out)
+    let accepted = registry::with_lock(ctx.paths.registry(), ctx.lock_wait, registry::LockPolicy::FRONT_END, |guard| {
+        let live: Result<BTreeSet<String>, String> = ctx.live_set().map(|live| live.into_iter().collect());
+        let (queue, leases, log) = parts(&ctx);
+        let peers = || plan.peers.clone();
+        let site = Site {
+            paths: &ctx.paths,
+            queue: &queue,
+            leases: &leases,
+            log: &log,
+            live: &live,
+            peers: &peers,
+            now: base::time::now_epoch(),
+        };
+        intake::accept(&site, guard, &plan.incoming, &plan.bounds).map_err(|err| err.to_string())
     })
-    .map_err(|e| Refusal::because(e.to_string()))
-    .and_then(|added| added);
-    match added {
-        Ok(name) => {
-            if too_long(&sanitised(&plan.batch.key)) {
-                out.warn(messages::called_instead(name.as_str()));
-            }
-            out.added(messages::added(name.as_str(), &plan.harness));
+    .map_err(|err| err.to_string())
+    .and_then(|accepted| accepted);
+    match accepted {
+        Ok(accepted) => {
+            report(&plan, accepted, out);
             Ok(())
         }
-        Err(refusal) => Err(defer(&ctx, env, refusal)),
+        Err(cause) => Err(defer(&ctx, env, cause)),
     }
 }
 
-/// Steps 1–5: configuration, batch, claim inputs, peers. `Ok(None)` = empty batch.
+fn parts(ctx: &Context) -> (Queue, LeaseDir, HookLog) {
+    (Queue::new(ctx.paths.queue_dir()), LeaseDir::new(ctx.paths.lease_dir()), HookLog::new(ctx.paths.hook_log()))
+}
+
+/// The stdout line and the warnings of what became of the batch.
+fn report(plan: &Plan, accepted: Accepted, out: &mut Out) {
+    let harness = &plan.incoming.record.harness;
+    let line = match accepted {
+        Accepted::Admitted(admitted) => {
+            admitted.notes.iter().for_each(|note| out.warn(note.clone()));
+            messages::added(admitted.name.as_str(), harness)
+        }
+        Accepted::Queued { position, queued, why, .. } => messages::queued(position, queued, why.as_deref()),
+        Accepted::Coalesced { into, position, events, .. } => messages::coalesced(&into, position, events),
+        Accepted::Duplicate { key, how, name } => messages::duplicate(&key, &how, name.as_deref()),
+        Accepted::Claimed { by, .. } => messages::claimed(&by),
+    };
+    out.added(line);
+}
+
+/// Steps 1–5: configuration, batch, claim inputs, keys, peers. `Ok(None)` = empty batch.
 fn plan(
     ctx: &Context,
     env: &impl Fn(&str) -> Option<OsString>,
@@ -93,8 +105,9 @@ fn plan(
     }
     let batch = Batch::from_env(env);
     report_profiles(batch.config.as_deref(), text("AGENT_BOX_HOOK_PROFILE").as_deref(), &harness, out);
-    let read = read_batch(stdin).map_err(|e| Stop::Refused(Refusal::because(messages::stdin_failed(&e.to_string()))));
-    let Some(batch_text) = read? else {
+    let (bounds, problems) = Bounds::from_lookup(env);
+    problems.iter().for_each(|problem| out.warn(messages::bound_ignored(&problem.to_string())));
+    let Some(batch_text) = read_batch(stdin).map_err(|e| Stop::Refused(messages::stdin_failed(&e.to_string())))? else {
         return Ok(None);
     };
     let key_set = env("LOCAL_WEBHOOK_SPAWN_KEY").is_some();
@@ -111,159 +124,83 @@ fn plan(
     if meta.is_none() {
         out.warn(messages::META_UNUSABLE);
     }
+    let clean = sanitised(&batch.key);
+    if too_long(&clean) {
+        out.warn(messages::key_too_long(&batch.key_prose()));
+    }
     let peers = match view::peers::report_text(ctx, None) {
         Ok(report) => bounded_peers(&report),
         Err(reason) => peers_unavailable(&reason),
     };
-    Ok(Some(Plan { harness, args, batch, text: batch_text, seed, meta, peers }))
+    let object = object(meta.as_ref());
+    let record = record(ctx, &batch, batch_text, (harness, args, seed), clean, object);
+    Ok(Some(Plan { incoming: Incoming { record }, peers, bounds }))
 }
 
-/// Steps 7–14 under `guard`; the name of the added session, or why the batch waits.
-fn critical_section(ctx: &Context, guard: &RegistryLock, plan: &Plan, out: &mut Out) -> Result<SessionName, Refusal> {
-    let mut doc = read_for_write(guard.registry()).map_err(|e| {
-        let registry = guard.registry().display().to_string();
-        Refusal::because(match e {
-            RegistryError::Invalid { reason, .. } => messages::registry_unusable(&registry, &reason),
-            RegistryError::Unreadable { source, .. } => messages::registry_unusable(&registry, &source.to_string()),
-            other => other.to_string(),
-        })
-    })?;
-    let clean = sanitised(&plan.batch.key);
-    let name = mint(&clean, |n| doc.contains(n))
-        .ok_or_else(|| Refusal::because(messages::no_free_name(&plan.batch.key_prose())))?;
-    if too_long(&clean) {
-        out.warn(messages::key_too_long(&plan.batch.key_prose()));
+/// The record this batch would be on its own.
+fn record(
+    ctx: &Context,
+    batch: &Batch,
+    text: String,
+    (harness, args, seed): (String, Vec<String>, bool),
+    name_stem: String,
+    object: Option<String>,
+) -> Record {
+    let count_text = batch.count.map(|c| c.to_string()).unwrap_or_default();
+    let mut keys = delivery_ids(batch.meta.as_deref());
+    if keys.is_empty() {
+        keys.push(input_key(&Inputs {
+            source: &batch.source,
+            routing_key: &batch.key,
+            event: &batch.event,
+            topic: &batch.topic,
+            note: &batch.note,
+            count: &count_text,
+            meta: batch.meta.as_deref(),
+            text: &text,
+        }));
     }
-    admit(ctx, &doc, &name)?;
-    let filter = ctx.paths.filter_file(&name);
-    let seeded = plan.seed && write_filter(&filter, plan, out);
-    let prompt = prompt(plan, &name, seeded);
-    let life = lease::Gen::random();
-    let entry = build_entry(plan, &prompt, life.as_str());
-    let leased = plan.seed.then(|| record_assignment(ctx, &name, plan, &life)).transpose().inspect_err(|_| {
-        if seeded {
-            let _ = std::fs::remove_file(&filter);
-        }
-    })?;
-    let written = doc.insert_new(&name, entry).and_then(|()| write_document(guard, &doc));
-    if let Err(err) = written {
-        if seeded {
-            let _ = std::fs::remove_file(&filter);
-        }
-        if leased.is_some() {
-            // LS-5.1: a batch that is not accepted leaves no lease behind; its spawn record gets its end.
-            let log = HookLog::new(ctx.paths.hook_log());
-            let leases = LeaseDir::new(ctx.paths.lease_dir());
-            let _ = leases.finish(&name, &EndHow::Refused, &lease::Expect::Gen(life), Some(&log));
-        }
-        let reason = match err {
-            RegistryError::Write { source, .. } => source.to_string(),
-            other => other.to_string(),
-        };
-        return Err(Refusal::because(messages::registry_write_failed(
-            &guard.registry().display().to_string(),
-            &reason,
-        )));
+    let now = base::time::format_iso(base::time::now_epoch());
+    let key = keys[0].clone();
+    Record {
+        note_text: RECORD_NOTE.to_owned(),
+        version: 1,
+        assignment: assignment(&batch.own(), seed, object.as_deref(), &key),
+        key,
+        source: batch.source.clone(),
+        routing_key: batch.key_text(),
+        name_stem,
+        topic: batch.topic.clone(),
+        note: batch.note.clone(),
+        object,
+        harness,
+        args,
+        seed,
+        filter_dir: ctx.paths.webhook_state_dir().display().to_string(),
+        user: ctx.paths.user().to_owned(),
+        accepted_at: now.clone(),
+        batches: vec![RecordBatch {
+            keys,
+            at: now,
+            event: batch.event.clone(),
+            count: batch.count,
+            meta: batch.meta.clone(),
+            text,
+        }],
+        outcome: None,
+        ended_at: None,
+        notified_at: None,
+        notify: None,
     }
-    Ok(name)
-}
-
-/// Step 9: check mode for every harness (a dispatched batch never gets the shell exemption).
-fn admit(ctx: &Context, doc: &registry::Document, name: &SessionName) -> Result<(), Refusal> {
-    match ctx.check_capacity(doc.sessions(), &[name.as_str()]) {
-        Ok(_) => Ok(()),
-        Err(err @ CapacityError::Refused { used, max }) => {
-            Err(Refusal { cause: err.to_string(), counts: Some((used, max)) })
-        }
-        Err(err) => Err(Refusal::because(err.to_string())),
-    }
-}
-
-/// Step 10: the claim filter (§6.1); false (after W7) when it could not be written.
-fn write_filter(path: &std::path::Path, plan: &Plan, out: &mut Out) -> bool {
-    let own_prose = format!("{}:{}", plan.batch.source, plan.batch.key_prose());
-    let stamp = base::time::format_iso_millis(base::time::now_epoch());
-    let topic = SeededTopic {
-        topic: plan.batch.own(),
-        note: note(plan.meta.as_ref(), &plan.batch.key_prose(), &own_prose, &prose(&plan.batch.event, 64)),
-        include: predicate(plan.meta.as_ref()),
-        ignore_senders: vec!["@self".to_owned()],
-        renew_on_event: true,
-        subscribed_at: stamp.clone(),
-        last_activity_at: stamp,
-    };
-    let seed =
-        FilterSeed { note: agent_box_types::filter::NOTE.to_owned(), enabled: true, ttl_hours: 2, topics: vec![topic] };
-    let written = agent_box_types::pretty(&seed)
-        .map_err(std::io::Error::other)
-        .and_then(|text| registry::write_atomic(path, text.as_bytes()));
-    match written {
-        Ok(_) => true,
-        Err(err) => {
-            out.warn(messages::filter_failed(&path.display().to_string(), &err.to_string()));
-            false
-        }
-    }
-}
-
-/// Step 11: the prompt of §7.4 with this batch's values.
-fn prompt(plan: &Plan, name: &SessionName, seeded: bool) -> String {
-    let topic = Some(prose(&plan.batch.topic, 1000)).filter(|t| !t.is_empty()).unwrap_or_else(|| "?".into());
-    let own = format!("{}:{}", plan.batch.source, plan.batch.key_prose());
-    let key = plan.batch.key_prose();
-    render(&Parts {
-        topic: &topic,
-        note: &prose(&plan.batch.note, 1000),
-        assign: assignment_armed(&plan.text).then(assign_sentence),
-        name: name.as_str(),
-        ownership: seeded.then_some((own.as_str(), key.as_str())),
-        claude: plan.harness == "claude",
-        peers: &plan.peers,
-        batch: &bounded_batch(&plan.text),
-    })
-}
-
-/// §4.1: the shared constructor, ephemeral, origin webhook, `hook` only with the seed.
-fn build_entry(plan: &Plan, prompt: &str, life: &str) -> serde_json::Map<String, serde_json::Value> {
-    let id = new_uuid_v4();
-    let repository = plan.batch.key_text();
-    let entry = NewEntry {
-        extra_args: &plan.args,
-        initial_prompt: Some(prompt),
-        ephemeral: true,
-        ..NewEntry::new(&plan.harness, &id, "webhook", base::time::now_epoch(), life)
-    };
-    new_entry(&entry.with_hook(plan.seed.then_some((plan.batch.source.as_str(), repository.as_str()))))
-}
-
-/// Steps 13–14, before the insert (LS-5.1), in one step under the lease lock that keeps the hook log an audit
-/// trail across a power loss (issue 18 item 2; each append is durable): an older life's lease left under this name
-/// is settled (`swept`), then the spawn record, then the lease, whose gen is the entry's life token (issue 17), so
-/// every lease has its spawn record before it exists. A lease that cannot be created defers the batch (issue 18
-/// item 3): accepted work the box does not track could be lost without a trace, which is what the lease exists to
-/// prevent; the receiver keeps the batch and retries. A busy lease lock writes nothing; a failed lease write leaves
-/// its spawn record a `refused` end record.
-fn record_assignment(ctx: &Context, name: &SessionName, plan: &Plan, life: &lease::Gen) -> Result<(), Refusal> {
-    let log = HookLog::new(ctx.paths.hook_log());
-    let leases = LeaseDir::new(ctx.paths.lease_dir());
-    let own = plan.batch.own();
-    let object = plan.meta.as_ref().and_then(|m| m.number).map(|n| n.to_string());
-    let record =
-        SpawnRecord { name, topic: &own, event: &plan.batch.event, object: object.as_deref(), count: plan.batch.count };
-    leases
-        .create_with_spawn(&record, life.clone(), &log)
-        .map(drop)
-        .map_err(|err| Refusal::because(messages::lease_failed(name.as_str(), &err.to_string())))
 }
 
 /// §8.4: the refusal record, then the deferral (its cause, W19 when the record failed, W9; exit 75).
-fn defer(ctx: &Context, env: &impl Fn(&str) -> Option<OsString>, refusal: Refusal) -> SpawnError {
+fn defer(ctx: &Context, env: &impl Fn(&str) -> Option<OsString>, cause: String) -> SpawnError {
     let text = |k: &str| env(k).map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
     let record = RefusalRecord::new(ctx.paths.refusal_record());
-    let (live, max) = refusal.counts.map_or((None, None), |(used, max)| (Some(used), Some(max)));
     let (topic, key) = (text("LOCAL_WEBHOOK_SPAWN_TOPIC"), text("LOCAL_WEBHOOK_SPAWN_KEY"));
-    let bumped = record.bump(live, max, &topic, &key, &refusal.cause);
+    let bumped = record.bump(None, None, &topic, &key, &cause);
     let record_failed =
         bumped.err().map(|err| messages::record_failed(&record.path().display().to_string(), &err.to_string()));
-    SpawnError::Deferred { cause: refusal.cause, record_failed }
+    SpawnError::Deferred { cause, record_failed }
 }

@@ -66,6 +66,10 @@ fn tree(root: &Path) -> Vec<PathBuf> {
     agent_box_tests::tree::below(root)
 }
 
+fn queue(sb: &Sandbox) -> Vec<Value> {
+    sb.queue_records()
+}
+
 fn is_hex(text: &str) -> bool {
     text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
@@ -113,7 +117,9 @@ fn an_accepted_batch_adds_the_entry_filter_lease_and_line() {
     assert_eq!(entry["hook"], json!({"source": "github", "repository": "acme/widgets"}));
     let lease = sb.lease(&name).unwrap();
     let keys: Vec<&String> = lease.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["//", "topic", "object", "claimedAt", "gen", "outcome", "lastSeenAt"]);
+    assert_eq!(keys, ["//", "topic", "object", "claimedAt", "gen", "outcome", "lastSeenAt", "intake"]);
+    let key = lease["intake"].as_str().unwrap();
+    assert!(key.starts_with("sha256:") && key.len() == 71, "IN-3: a batch without a delivery id: {key}");
     assert_eq!((&lease["topic"], &lease["object"]), (&json!("github:acme/widgets"), &json!("535")));
     assert!(base::is_uuid(lease["gen"].as_str().unwrap()));
     assert_eq!((&lease["outcome"], &lease["lastSeenAt"]), (&Value::Null, &Value::Null));
@@ -127,7 +133,9 @@ fn an_accepted_batch_adds_the_entry_filter_lease_and_line() {
         (&log[0]["what"], &log[0]["name"], &log[0]["count"], &log[0]["event"]),
         (&json!("spawn"), &json!(name), &json!(3), &json!("issues"))
     );
+    assert_eq!(log[0]["intake"], lease["intake"], "IN-11: the spawn record names the record it was admitted from");
     assert!(filter_of(&sb, &name).is_some());
+    assert!(queue(&sb).is_empty(), "admitted at once: nothing waits");
 }
 
 // WH02
@@ -265,12 +273,12 @@ fn filter_document_shape() {
 #[test]
 fn lease_and_log_per_spawn() {
     let sb = world();
-    for _ in 0..2 {
-        webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
+    for batch in [BATCH, b"[github] issue #4243 opened on acme/widgets by bob\n"] {
+        webhook_spawn(&sb, &keyed("acme/widgets", "{}"), batch).code(0);
     }
     let doc = sb.read_registry();
     let names: Vec<&str> = doc.names().collect();
-    assert_eq!(names.len(), 2);
+    assert_eq!(names.len(), 2, "two batches, two assignments");
     let gens: Vec<Value> = names.iter().map(|n| sb.lease(n).unwrap()["gen"].clone()).collect();
     assert_ne!(gens[0], gens[1]);
     let sb = world();
@@ -329,41 +337,57 @@ fn filler(sb: &Sandbox) {
     sb.write_registry(r#"{"version":1,"sessions":{"filler":{"agent":"tool"}}}"#);
 }
 
-// WH07, LS14
+// WH07, LS14, IN-6
 #[test]
-fn a_deferred_batch_leaves_nothing_but_the_refusal_record() {
+fn a_full_box_queues_the_batch_and_a_retry_is_a_duplicate() {
     let sb = world();
     sb.set_limit("1");
     filler(&sb);
     let before = fs::read(sb.registry()).unwrap();
-    let out = webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(75);
-    let text = stderr(&out);
-    assert_eq!(text.lines().last(), Some("agent-box-webhook-spawn: session start deferred; receiver will retry"));
-    out.stderr(predicate::str::contains("Session limit reached (1 of 1 slots running or queued)"));
-    assert_eq!(fs::read(sb.registry()).unwrap(), before);
-    assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0);
-    assert!(!sb.state_dir().join("lease").exists() && sb.hook_log().is_empty());
-    let record = refusal_record(&sb);
-    assert_eq!((record.count, record.live, record.max, record.deferred), (1, Some(1), Some(1), true));
-    assert_eq!((record.key.as_deref(), record.topic.as_deref()), (Some("acme/widgets"), Some("github:acme/*")));
-    webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(75);
-    let again = refusal_record(&sb);
-    assert_eq!((again.count, &again.first_at), (2, &record.first_at));
-    sb.set_limit("2");
-    webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
+    let out = webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
+    out.stdout(
+        "batch queued at position 1 of 1 (the box is full: 1 of 1 session slots in use); the supervisor starts a session for it when a slot frees (agent-box-session queue lists it)\n",
+    );
+    assert_eq!(fs::read(sb.registry()).unwrap(), before, "no entry yet");
+    assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0, "no filter yet");
+    assert!(sb.lease_names().is_empty(), "no lease yet");
+    assert!(!sb.state_dir().join("webhook-spawn-refused.json").exists(), "a full box is not a refusal");
+    let records = queue(&sb);
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    assert_eq!(
+        (&record["source"], &record["routingKey"], &record["topic"]),
+        (&json!("github"), &json!("acme/widgets"), &json!("github:acme/*"))
+    );
+    assert_eq!(record["batches"][0]["text"], json!(std::str::from_utf8(BATCH).unwrap().trim_end()));
+    assert_eq!(
+        (&record["harness"], &record["seed"], &record["batches"][0]["count"]),
+        (&json!("claude"), &json!(true), &json!(3))
+    );
+    let log = sb.hook_log();
+    assert_eq!((&log[0]["what"], &log[0]["how"], &log[0]["key"]), (&json!("intake"), &json!("queued"), &record["key"]));
+    let again = webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
+    assert!(stdout(&again).contains("was already accepted (queued); nothing changed"), "{}", stdout(&again));
+    assert_eq!(queue(&sb), records, "IN-3: the retry changed nothing");
+    assert_eq!(sb.hook_log().last().unwrap()["how"], json!("duplicate"));
 }
 
-// WH08
+/// One more distinct batch, which must be queued behind the `waited` ones, for `why`.
+fn queues(sb: &Sandbox, vars: &[(&str, &str)], why: &str, waited: &mut usize) {
+    let out = webhook_spawn(sb, vars, format!("event {waited}\n").as_bytes()).code(0);
+    *waited += 1;
+    let text = stdout(&out);
+    assert!(text.contains(&format!("batch queued at position {waited} of {waited}")), "{text}");
+    assert!(*waited > 1 || text.contains(why), "{why}: {text}");
+    assert_eq!(queue(sb).len(), *waited);
+}
+
+// WH08, IN-6, IN-7
 #[test]
-fn other_refusals_leave_nothing_behind() {
+fn only_a_batch_nothing_could_be_written_of_is_deferred() {
     let sb = world();
     filler(&sb);
     let before = fs::read(sb.registry()).unwrap();
-    let check_nothing = |sb: &Sandbox| {
-        assert_eq!(fs::read(sb.registry()).unwrap(), before);
-        assert_eq!(fs::read_dir(filter_dir(sb)).unwrap().count(), 0);
-        assert!(!sb.state_dir().join("lease").exists() && sb.hook_log().is_empty());
-    };
     {
         let _held = HeldLock::acquire(&sb.registry().with_extension("json.lock"), Duration::ZERO).unwrap();
         let mut vars = keyed("acme/widgets", "{}");
@@ -372,30 +396,35 @@ fn other_refusals_leave_nothing_behind() {
         let out = webhook_spawn(&sb, &vars, BATCH);
         assert!(start.elapsed() < Duration::from_secs(10));
         out.code(75).stderr(predicate::str::contains("could not lock"));
-        check_nothing(&sb);
+        assert_eq!(fs::read(sb.registry()).unwrap(), before);
+        assert!(queue(&sb).is_empty() && sb.hook_log().is_empty(), "nothing written");
+        assert_eq!(refusal_record(&sb).count, 1);
     }
+    let mut waited = 0;
     for limit in ["0", "lots"] {
         sb.set_limit(limit);
-        webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH)
-            .code(75)
-            .stderr(predicate::str::contains("cannot check session capacity"));
-        let record = refusal_record(&sb);
-        assert_eq!((record.live, record.max), (None, None), "not a capacity decision");
-        check_nothing(&sb);
+        queues(&sb, &keyed("acme/widgets", "{}"), "cannot check session capacity", &mut waited);
     }
     sb.set_limit("8");
-    webhook_spawn(&sb, &[("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux"), ("LOCAL_WEBHOOK_SPAWN_KEY", "acme/w")], BATCH)
-        .code(75);
-    check_nothing(&sb);
+    // A waiting record makes later ones queue behind it whatever the box says: start each case from an empty queue.
+    sb.clear_queue();
+    waited = 0;
+    let no_tmux = [("AGENT_BOX_TMUX_BIN", "/nonexistent/tmux"), ("LOCAL_WEBHOOK_SPAWN_KEY", "acme/w")];
+    queues(&sb, &no_tmux, "cannot check session capacity", &mut waited);
+    sb.clear_queue();
+    waited = 0;
     fs::write(sb.registry(), b"not json").unwrap();
-    let out = webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(75);
-    assert!(
-        stderr(&out).contains("does not parse or cannot be read") && stderr(&out).contains("the supervisor repairs it")
-    );
+    queues(&sb, &keyed("acme/widgets", "{}"), "does not parse", &mut waited);
     assert_eq!(fs::read(sb.registry()).unwrap(), b"not json", "never quarantined by the spawner");
+    assert_eq!(refusal_record(&sb).count, 1, "none of these was a refusal");
+    fs::remove_dir_all(sb.state_dir().join("queue")).unwrap();
+    fs::write(sb.state_dir().join("queue"), "not a directory\n").unwrap();
+    let out = webhook_spawn(&sb, &keyed("acme/widgets", "{}"), b"one more\n").code(75);
+    assert!(stderr(&out).contains("the batch was not queued"), "{}", stderr(&out));
+    assert_eq!(refusal_record(&sb).count, 2);
 }
 
-// WH09
+// WH09, IN-6
 #[test]
 fn eight_concurrent_spawns_at_limit_four() {
     for harness in ["claude", "shell"] {
@@ -404,21 +433,30 @@ fn eight_concurrent_spawns_at_limit_four() {
             sb.set_limit("4");
             sb.set_env("AGENT_BOX_DEFAULT_AGENT", harness);
             let children: Vec<_> = (0..8)
-                .map(|_| {
+                .map(|i| {
                     let mut cmd = sb.cmd("agent-box-webhook-spawn");
                     cmd.env("LOCAL_WEBHOOK_SPAWN_KEY", "acme/widgets")
+                        .env("LOCAL_WEBHOOK_SPAWN_META", format!(r#"{{"delivery":"d-{i}"}}"#))
                         .stdin(Stdio::piped())
-                        .stdout(Stdio::null())
+                        .stdout(Stdio::piped())
                         .stderr(Stdio::null());
                     let mut child = cmd.spawn().unwrap();
                     child.stdin.take().unwrap().write_all(BATCH).unwrap();
                     child
                 })
                 .collect();
-            let mut codes: Vec<i32> =
-                children.into_iter().map(|c| c.wait_with_output().unwrap().status.code().unwrap()).collect();
-            codes.sort_unstable();
-            assert_eq!(codes, [0, 0, 0, 0, 75, 75, 75, 75], "{harness} round {round}");
+            let outputs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+            assert!(
+                outputs.iter().all(|o| o.status.code() == Some(0)),
+                "{harness} round {round}: a full box never answers 75"
+            );
+            let said =
+                |what: &str| outputs.iter().filter(|o| String::from_utf8_lossy(&o.stdout).contains(what)).count();
+            assert_eq!(
+                (said("added with a kickoff prompt"), said("batch queued at position")),
+                (4, 4),
+                "{harness} round {round}"
+            );
             let doc = sb.read_registry();
             let names: Vec<&str> = doc.names().collect();
             assert_eq!(names.len(), 4);
@@ -428,7 +466,13 @@ fn eight_concurrent_spawns_at_limit_four() {
             assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 4);
             let spawns: Vec<Value> = sb.hook_log().into_iter().filter(|l| l["what"] == "spawn").collect();
             assert_eq!(spawns.len(), 4);
-            assert_eq!(refusal_record(&sb).count, 4);
+            let waiting = queue(&sb);
+            assert_eq!(waiting.len(), 4);
+            let mut keys: Vec<&str> = spawns.iter().map(|l| l["intake"].as_str().unwrap()).collect();
+            keys.extend(waiting.iter().map(|r| r["key"].as_str().unwrap()));
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), 8, "every delivery is admitted or queued, once");
         }
     }
 }
@@ -558,9 +602,9 @@ fn configuration_errors_drop_the_batch() {
     assert!(!sb.registry().exists());
 }
 
-// WH11
+// WH11, IN-11
 #[test]
-fn a_failed_registry_write_removes_the_filter_and_defers() {
+fn a_failed_registry_write_removes_the_filter_and_keeps_the_record_queued() {
     use agent_box_tests::privilege::{chown_tree, unprivileged};
     let sb = world();
     filler(&sb);
@@ -577,7 +621,7 @@ fn a_failed_registry_write_removes_the_filter_and_defers() {
     }
     let out = with_stdin(unprivileged(&cmd), BATCH);
     fs::set_permissions(&conf, fs::Permissions::from_mode(0o700)).unwrap();
-    out.code(75).stderr(predicate::str::contains("nothing of this batch was kept"));
+    out.code(0).stdout(predicate::str::contains("batch queued at position 1 of 1 (could not write"));
     assert_eq!(fs::read(sb.registry()).unwrap(), before);
     assert_eq!(
         fs::read_dir(filter_dir(&sb)).unwrap().count(),
@@ -585,40 +629,47 @@ fn a_failed_registry_write_removes_the_filter_and_defers() {
         "the filter written before the failed insert is removed"
     );
     // Issue 18: the lease was created (after its spawn record) and is removed again; the spawn record gets its end.
-    assert_eq!(
-        fs::read_dir(sb.state_dir().join("lease"))
-            .unwrap()
-            .filter(|e| e.as_ref().is_ok_and(|e| e.file_name() != ".lock"))
-            .count(),
-        0
-    );
+    assert!(sb.lease_names().is_empty());
     let hows: Vec<Value> = sb.hook_log().iter().map(|l| l["how"].clone()).collect();
-    assert_eq!(hows, [Value::Null, json!("refused")], "a spawn record, then its refused end");
+    assert_eq!(
+        hows,
+        [Value::Null, json!("refused"), json!("queued")],
+        "a spawn record, its refused end, the record queued"
+    );
+    assert_eq!(queue(&sb).len(), 1, "the batch waits for a later admission");
+    let intents = fs::read_dir(sb.state_dir().join("queue"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "admit"))
+        .count();
+    assert_eq!(intents, 0, "the failed admission's intent is taken back");
 }
 
-// WH14
+// WH14, IN-3, IN-11
 #[test]
-fn a_deferred_batch_retried_three_times_then_accepted_once() {
+fn a_batch_retried_three_times_on_a_full_box_is_admitted_once() {
     let sb = world();
     sb.set_limit("1");
     filler(&sb);
     for _ in 0..3 {
-        webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(75);
+        webhook_spawn(&sb, &keyed("acme/widgets", r#"{"delivery":"72d3162e"}"#), BATCH).code(0);
     }
-    assert_eq!(refusal_record(&sb).count, 3);
+    assert_eq!(queue(&sb).len(), 1);
+    assert_eq!(queue(&sb)[0]["key"], json!("72d3162e"), "IN-2: the delivery id is the key");
     assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0);
     sb.edit_registry(|doc| {
         doc.remove(&base::SessionName::parse("filler").unwrap());
     });
-    webhook_spawn(&sb, &keyed("acme/widgets", "{}"), BATCH).code(0);
+    sb.once();
     let name = only_name(&sb);
     assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 1);
-    assert_eq!(
-        sb.state_dir().join("lease").read_dir().unwrap().filter(|e| e.as_ref().unwrap().file_name() != ".lock").count(),
-        1
-    );
-    assert_eq!(sb.hook_log().len(), 1);
-    assert_eq!(sb.hook_log()[0]["name"], json!(name));
+    assert_eq!(sb.lease_names(), std::slice::from_ref(&name));
+    assert_eq!(sb.lease(&name).unwrap()["intake"], json!("72d3162e"));
+    let spawns: Vec<Value> = sb.hook_log().into_iter().filter(|l| l["what"] == "spawn").collect();
+    assert_eq!((spawns.len(), &spawns[0]["name"]), (1, &json!(name)));
+    assert!(queue(&sb).is_empty());
+    let late = webhook_spawn(&sb, &keyed("acme/widgets", r#"{"delivery":"72d3162e"}"#), BATCH).code(0);
+    assert!(stdout(&late).contains(&format!("was already accepted (admitted as '{name}')")), "{}", stdout(&late));
+    assert_eq!(only_name(&sb), name, "a redelivery after the admission starts nothing");
 }
 
 // WH15
@@ -639,21 +690,21 @@ fn the_prompt_carries_the_peers_report() {
     assert!(prompt.contains(&format!("\n\n{}\n\n", report.trim_end_matches('\n'))), "peers block missing:\n{prompt}");
 }
 
-/// Issue 18 item 3: when the lease cannot be created the batch is refused with exit 75, not accepted untracked;
-/// nothing is written (no entry, filter, lease or hook-log line) and the refusal record says why. The lease
-/// directory's path is taken by a regular file (which stops root too). (A lease that fails after its spawn record
-/// was written gets a `refused` end record: see the failed registry write of wh11.)
+/// Issue 18 item 3 with issue 24: when the lease cannot be created no session starts untracked; the record stays
+/// queued (nothing of the session is written: no entry, filter or spawn record) and a later admission retries it.
+/// The lease directory's path is taken by a regular file (which stops root too).
 #[test]
-fn a_batch_whose_lease_cannot_be_created_is_deferred_not_run_untracked() {
+fn a_batch_whose_lease_cannot_be_created_waits_instead_of_running_untracked() {
     let sb = world();
     fs::create_dir_all(sb.state_dir()).unwrap();
     fs::write(sb.state_dir().join("lease"), "not a directory\n").unwrap();
-    let out = webhook_spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH).code(75);
-    assert!(stderr(&out).contains("could not create the lease"), "{}", stderr(&out));
+    let out = webhook_spawn(&sb, &keyed("acme/widgets", r#"{"number":"535"}"#), BATCH).code(0);
+    assert!(stdout(&out).contains("(could not create the lease"), "{}", stdout(&out));
     let listed = registry::read(&sb.registry()).document_or_empty().map(|d| d.names().count());
     assert!(matches!(listed, Some(0) | None), "no entry: {listed:?}");
     assert_eq!(fs::read_dir(filter_dir(&sb)).unwrap().count(), 0, "no filter");
-    let record = refusal_record(&sb);
-    assert!(record.reason.as_deref().is_some_and(|r| r.contains("could not create the lease")), "{record:?}");
-    assert!(sb.hook_log().is_empty(), "{:#?}", sb.hook_log());
+    let whats: Vec<Value> = sb.hook_log().iter().map(|l| l["how"].clone()).collect();
+    assert_eq!(whats, [json!("queued")], "{:#?}", sb.hook_log());
+    assert_eq!(queue(&sb).len(), 1);
+    assert_eq!(queue(&sb)[0]["assignment"], json!("github:acme/widgets#535"));
 }

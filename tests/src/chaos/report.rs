@@ -1,4 +1,4 @@
-//! What a chaos run prints: dispatched, settled correctly, wrong, refused-and-clean, the time from an action to
+//! What a chaos run prints: dispatched, settled correctly, wrong, queued-then-admitted, the time from an action to
 //! its settled state (median, p95, max), the observers' samples, and what was done to the box.
 
 use std::collections::BTreeMap;
@@ -19,8 +19,10 @@ pub struct Report {
     pub dispatched: usize,
     pub settled_correctly: usize,
     pub wrong: Vec<String>,
-    pub refused: usize,
-    pub refused_clean: usize,
+    /// Issue 24: batches of the burst that found the box full (queued, exit 0) and how many of them the
+    /// supervisor admitted once a slot freed, each exactly once.
+    pub queued: usize,
+    pub queued_admitted: usize,
     pub settle_ms: Vec<f64>,
     pub samples: Samples,
     pub log_lines: usize,
@@ -53,13 +55,13 @@ impl Report {
         *self.events.entry(event.to_owned()).or_insert(0) += 1;
     }
 
-    /// 0 wrong, 0 invalid samples, no hook-log line missed, every refused batch clean.
+    /// 0 wrong, 0 invalid samples, no hook-log line missed, every queued batch admitted.
     pub fn passed(&self) -> bool {
         self.wrong.is_empty()
             && self.samples.registry_invalid == 0
             && self.samples.lease_unreadable == 0
             && self.log_gaps == 0
-            && self.refused == self.refused_clean
+            && self.queued == self.queued_admitted
     }
 
     fn percentile(&self, p: f64) -> f64 {
@@ -84,7 +86,7 @@ impl fmt::Display for Report {
         writeln!(f, "dispatched:               {}", self.dispatched)?;
         writeln!(f, "settled correctly:        {}", self.settled_correctly)?;
         writeln!(f, "wrong:                    {}", self.wrong.len())?;
-        writeln!(f, "refused-and-clean:        {} of {} refused", self.refused_clean, self.refused)?;
+        writeln!(f, "queued, then admitted:    {} of {} queued", self.queued_admitted, self.queued)?;
         writeln!(
             f,
             "action -> settled:        median {:.0} ms, p95 {:.0} ms, max {:.0} ms ({} actions)",

@@ -225,6 +225,7 @@ impl World {
             event: "issues",
             object: Some("1"),
             count: Some(1),
+            intake: None,
         };
         let _ = log.append_spawn(&record);
         Ok(new_gen.to_string())

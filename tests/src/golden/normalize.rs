@@ -208,8 +208,8 @@ fn stamps(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Rule 7: the integer after `"createdAt":` (when within 24 h of the start) → `<EPOCH>`; after `"lifeSeconds":`
-/// and in `life=<n>s` → `<SECS>`. The JSON forms are matched with and without the space after the colon, as
+/// Rule 7: the integer after `"createdAt":` (when within 24 h of the start) → `<EPOCH>`; after `"lifeSeconds":`,
+/// `"waitedSeconds":` (issue 24's intake lines) and in `life=<n>s` → `<SECS>`. The JSON forms are matched with and without the space after the colon, as
 /// the registry is pretty-printed and the hook log compact.
 fn durations(bytes: &[u8], start: i64) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
@@ -230,9 +230,11 @@ fn durations(bytes: &[u8], start: i64) -> Vec<u8> {
 /// At `bytes[i]`: (length of the kept prefix, length of the number) and the token, when a rule-7 form starts.
 fn duration_at(bytes: &[u8], i: usize, start: i64) -> Option<((usize, usize), &'static [u8])> {
     let rest = &bytes[i..];
-    for (key, token, recent_only) in
-        [(&b"\"createdAt\":"[..], &b"<EPOCH>"[..], true), (&b"\"lifeSeconds\":"[..], &b"<SECS>"[..], false)]
-    {
+    for (key, token, recent_only) in [
+        (&b"\"createdAt\":"[..], &b"<EPOCH>"[..], true),
+        (&b"\"lifeSeconds\":"[..], &b"<SECS>"[..], false),
+        (&b"\"waitedSeconds\":"[..], &b"<SECS>"[..], false),
+    ] {
         if let Some(after) = rest.strip_prefix(key) {
             let space = usize::from(after.first() == Some(&b' '));
             let digits = after[space..].iter().take_while(|b| b.is_ascii_digit()).count();

@@ -1,6 +1,8 @@
 //! `golden/webhook-spawn/`: one spawn per batch fixture (the run, the stored prompt, the claim filter and the
-//! entry), render mode per environment fixture, and a capacity refusal with the record it wrote (60 §10.3,
-//! 70 GD-2). Every spawn starts from the same webhook world, so each artefact depends on its fixture alone.
+//! entry), render mode per environment fixture, a batch queued on a full box (the run, its record, a redelivery
+//! answered as a duplicate, a second batch of the same assignment coalesced into it; issue 24), and a refusal (the
+//! registry lock held) with the record it wrote (60 §10.3, 70 GD-2). Every spawn starts from the same webhook world,
+//! so each artefact depends on its fixture alone.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -13,8 +15,7 @@ use crate::golden::capture::Invocation;
 use crate::golden::world::{World, fixture};
 
 /// The batch fixtures under `tests/fixtures/golden/webhook/batches/`: `<case>.env.json` and `<case>.stdin`.
-const BATCHES: [&str; 9] =
-    ["numbered", "sha", "fallback", "assigned", "unseeded", "invalid-args", "long-key", "long", "refused"];
+const BATCHES: [&str; 8] = ["numbered", "sha", "fallback", "assigned", "unseeded", "invalid-args", "long-key", "long"];
 
 /// The render-mode fixtures under `…/webhook/preamble/`, with their arguments.
 const PREAMBLES: [(&str, &[&str]); 5] = [
@@ -31,10 +32,11 @@ pub fn render(out: &mut Artefacts) {
     reset(&world);
     pane(&world.sb, "main");
     pane(&world.sb, "helper");
-    for case in BATCHES.iter().filter(|c| **c != "refused") {
+    for case in BATCHES {
         reset(&world);
         spawn(&world, case, out);
     }
+    queued(&world, out);
     refusal(&world, out);
     for (case, args) in PREAMBLES {
         let inv =
@@ -87,12 +89,41 @@ fn spawn(world: &World, case: &str, out: &mut Artefacts) {
     }
 }
 
-/// A capacity refusal (limit 1 on a box with two sessions) and the refusal record it wrote.
-fn refusal(world: &World, out: &mut Artefacts) {
+/// Issue 24: a full box (limit 1 with two sessions) queues the batch; the same delivery again is a duplicate, and
+/// another batch of the same issue joins the queued record.
+fn queued(world: &World, out: &mut Artefacts) {
     reset(world);
     let limit = world.sb.root().join("limit-1");
     fs::write(&limit, "1\n").unwrap();
-    let inv = batch("refused").env("AGENT_BOX_SESSION_LIMIT_FILE", &limit);
+    let full = |case: &str| batch(case).env("AGENT_BOX_SESSION_LIMIT_FILE", &limit);
+    let captured = out.capture("webhook-spawn/queued.txt", world, &full("queued"));
+    assert_eq!(captured.code(), Some(0), "golden: the queued case was not acknowledged");
+    out.document("webhook-spawn/queued-record.json", world, &only_record(world));
+    out.capture("webhook-spawn/duplicate.txt", world, &full("queued"));
+    out.capture("webhook-spawn/coalesced.txt", world, &full("coalesced"));
+    out.document("webhook-spawn/queued-record-coalesced.json", world, &only_record(world));
+    out.document("webhook-spawn/queued-hook-log.jsonl", world, &world.sb.paths().hook_log());
+}
+
+/// The one record of the queue.
+fn only_record(world: &World) -> std::path::PathBuf {
+    let dir = world.sb.paths().queue_dir();
+    let records: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(records.len(), 1, "golden: one queued record");
+    records[0].clone()
+}
+
+/// A refusal: the registry lock held past the spawner's bound, so nothing could be written (exit 75), and the
+/// refusal record it wrote.
+fn refusal(world: &World, out: &mut Artefacts) {
+    reset(world);
+    let lock = world.sb.registry().with_extension("json.lock");
+    let _held = crate::HeldLock::acquire(&lock, std::time::Duration::ZERO).unwrap();
+    let inv = batch("refused").env("REGISTRY_LOCK_WAIT", "0.1");
     let captured = out.capture("webhook-spawn/refused.txt", world, &inv);
     assert_eq!(captured.code(), Some(75), "golden: the refusal case was not refused");
     let record = world.sb.state_dir().join("webhook-spawn-refused.json");

@@ -1,0 +1,53 @@
+//! How a record leaves the queue without a session (docs/intake.md IN-8): `claimed` by a live session,
+//! `expired` past a bound, `removed` by the operator. Each writes its end record to the hook log first (durable),
+//! then the tombstones of its keys, then removes the record; an expired record is kept under `ended/` as an
+//! unresolved row until the operator removes it, and the outcome notifier is told of it.
+
+use agent_box_types::intake::{How, IntakeLine, Record};
+use lease::HookLog;
+
+use crate::queue::{Queue, RecordId};
+
+/// The hook-log line of an intake step for `record`.
+pub fn line(record: &Record, id: &RecordId, how: &str, now: i64, by: Option<&str>) -> IntakeLine {
+    IntakeLine {
+        at: base::time::format_iso(now),
+        what: "intake".to_owned(),
+        how: how.to_owned(),
+        key: record.key.clone(),
+        assignment: record.assignment.clone(),
+        topic: crate::session::own(record),
+        object: record.object.clone(),
+        events: record.batches.len(),
+        waited_seconds: (now - id.accepted_secs()).max(0),
+        by: by.map(str::to_owned),
+    }
+}
+
+/// Ends queued record `id` as `how` (claimed, expired or removed): end record, tombstones, the ended row for an
+/// expired record, then the record removed. An error leaves the record queued (a later step ends it again; the
+/// end record may then appear twice, never not at all).
+pub fn end(
+    queue: &Queue,
+    log: &HookLog,
+    id: &RecordId,
+    record: &Record,
+    how: How,
+    now: i64,
+    by: Option<&str>,
+) -> std::io::Result<()> {
+    drop(log.append_intake(&line(record, id, how.as_str(), now, by)));
+    let at = base::time::format_iso(now);
+    if how == How::Expired {
+        let ended = Record { outcome: Some("expired".to_owned()), ended_at: Some(at.clone()), ..record.clone() };
+        queue.keep_ended(id, &ended)?;
+    }
+    queue.bury(record, how, by, &at)?;
+    queue.remove(id)
+}
+
+/// Removes an ended row the operator has seen (`queue rm`), with a `removed` line saying so.
+pub fn remove_ended(queue: &Queue, log: &HookLog, id: &RecordId, record: &Record, now: i64) -> std::io::Result<()> {
+    drop(log.append_intake(&line(record, id, "removed", now, None)));
+    queue.remove_ended(id)
+}
