@@ -196,3 +196,59 @@ pub fn bad_count(value: &str) -> String {
 pub fn not_in_build(what: &str, why: &str) -> String {
     format!("'{what}' is not part of this build ({why})")
 }
+
+// The intake queue (issue 24, docs/intake.md IN-15).
+
+/// `queue` with nothing queued or expired.
+pub const QUEUE_EMPTY: &str = "No batch waits in the intake queue.";
+
+pub fn queue_heading(queued: usize, max: u64, age: &str) -> String {
+    format!(
+        "{queued} batch(es) wait for a session slot, oldest first (the queue holds at most {max}, each for at most {age}):"
+    )
+}
+
+pub fn expired_heading(expired: usize) -> String {
+    format!(
+        "{expired} expired batch(es) need a person: no session ever started for them (agent-box-session queue rm KEY once handled):"
+    )
+}
+
+/// M53: a queued record ended by the operator.
+pub fn queued_removed(record: &agent_box_types::intake::Record) -> String {
+    format!(
+        "batch '{}' removed from the intake queue ({}, {} batch(es)); no session will start for it",
+        view::text::visible(&record.key),
+        view::text::visible(&record.assignment),
+        record.batches.len()
+    )
+}
+
+/// M54: an expired row removed.
+pub fn expired_removed(key: &str) -> String {
+    format!("expired batch '{}' removed from the intake queue", view::text::visible(key))
+}
+
+/// M55 (exit 2).
+pub fn no_queued_key(key: &str) -> String {
+    format!("no batch in the intake queue has the key '{}' (agent-box-session queue lists them)", echoed_name(key))
+}
+
+/// M56 (exit 2).
+pub fn ambiguous_key(key: &str, keys: &[String]) -> String {
+    let keys: Vec<String> = keys.iter().map(|k| view::text::visible(k)).collect();
+    format!("'{}' is the start of several keys ({}); give more of it", echoed_name(key), keys.join(", "))
+}
+
+/// M57: the queue could not be read (exit 1).
+pub fn queue_unreadable(why: &str) -> String {
+    why.to_owned()
+}
+
+/// M58: an ending that could not be written (exit 1; the record stays).
+pub fn queue_not_removed(key: &str, reason: &str) -> String {
+    format!(
+        "could not remove batch '{}' from the intake queue ({reason}); it is still queued",
+        view::text::visible(key)
+    )
+}

@@ -6,6 +6,8 @@
 mod env;
 #[path = "cli/more.rs"]
 mod more;
+#[path = "cli/queue.rs"]
+mod queue;
 #[path = "cli/read.rs"]
 mod read;
 

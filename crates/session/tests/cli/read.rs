@@ -150,7 +150,8 @@ scratch                  -        unmanaged
         rows[i]["notification"] = json!({"state": "off", "at": null, "attempts": 0, "nextAt": null});
     }
     rows[2]["died"] = json!(1);
-    let expected = json!({"version": 1, "registry": "ok", "tmux": "ok", "supervisor": "stopped", "sessions": rows});
+    let queue = json!({"queued": 0, "expired": 0});
+    let expected = json!({"version": 1, "registry": "ok", "tmux": "ok", "supervisor": "stopped", "sessions": rows, "queue": queue});
     let mut expected_text = serde_json::to_string_pretty(&expected).unwrap();
     expected_text.push('\n');
     assert_eq!(quiet(&sb, &["ls", "--json"]), expected_text);
@@ -397,7 +398,7 @@ fn read_only_verbs_on_a_fresh_home_create_nothing() {
         session(&sb, args).code(0);
     }
     assert_eq!(tree(sb.home()), before, "a read-only verb created something under HOME");
-    assert_eq!(quiet(&sb, &["capacity"]), "{\"used\": 0, \"max\": 8}\n");
+    assert_eq!(quiet(&sb, &["capacity"]), "{\"used\": 0, \"max\": 8, \"queued\": 0}\n");
     assert!(!sb.registry().exists());
 }
 
@@ -423,7 +424,7 @@ fn capacity_json_lists_the_sets_and_a_policy_error_is_75() {
     let json = json_of(&sb, "capacity");
     assert_eq!(
         json,
-        json!({"version": 1, "used": 1, "max": 8, "free": 7, "live": ["d"], "counted": ["a"], "died": ["d"]})
+        json!({"version": 1, "used": 1, "max": 8, "free": 7, "live": ["d"], "counted": ["a"], "died": ["d"], "queued": 0})
     );
     sb.set_limit("many");
     let refusal = "agent-box-session: cannot check session capacity: the session limit must be";
