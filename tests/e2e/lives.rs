@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use agent_box_tests::fixtures::{ok, registry_with, stderr, tool};
-use agent_box_tests::{Sandbox, wait_until};
+use agent_box_tests::{HeldLock, Sandbox, wait_until};
 use base::SessionName;
 use serde_json::{Value, json};
 
@@ -365,4 +365,41 @@ fn a_regular_file_at_the_registry_directory_is_said_once_as_unwatchable() {
     let line = format!("cannot watch {} for changes", dir.display());
     assert_eq!(sb.log_count(&line), 1, "{}", sb.supervisor_log());
     assert_eq!(sb.log_count("cannot watch"), 1, "{}", sb.supervisor_log());
+}
+
+// issue 25 item 1 (a), L-15
+#[test]
+fn a_restart_mark_the_absence_could_not_consume_is_consumed_by_the_start_so_a_later_loss_reads_vanished() {
+    let sb = Sandbox::new();
+    sb.write_registry(&registry_with(&[("hook-m", tool(json!({"ephemeral": true})))]));
+    sb.create_lease("hook-m");
+    sb.once();
+    wait_until("the first start", || sb.agent("hook-m").starts() == 1);
+    ok(&sb, &["restart", "hook-m"]);
+    sb.wait_gone("hook-m");
+    assert_eq!(sb.lease("hook-m").unwrap()["restartPending"], json!(true), "the restart was not recorded");
+
+    // The lease lock held from here: the supervisor's D12 cannot consume the mark (LeaseError::Busy after 2 s).
+    let held = HeldLock::now(&sb.paths().lease_dir().join(".lock"));
+    sb.start_supervisor();
+    let unmarked = "'hook-m' vanished: its pane ended without recording how (killed, reboot or out of memory); its lease could not be marked";
+    wait_until("the absence to find the lease lock busy", || sb.log_count(unmarked) == 1);
+    drop(held);
+    wait_until("the new pane", || sb.agent("hook-m").starts() == 2 && sb.is_live("hook-m"));
+    let lease = sb.lease("hook-m").unwrap();
+    assert_eq!(lease["outcome"], Value::Null, "the restart was read as a loss: {lease}\n{}", sb.supervisor_log());
+
+    // A real loss of the new pane: killed from outside, no epilogue, no restart asked for.
+    let restarted = "'hook-m' was restarted by the operator";
+    let consumed_before = sb.log_count(restarted);
+    sb.kill_pane("hook-m");
+    wait_until("the supervisor to account for the lost pane", || {
+        sb.lease("hook-m").is_some_and(|l| l["outcome"] == json!("vanished"))
+            || sb.log_count(restarted) > consumed_before
+    });
+    let lease = sb.lease("hook-m").unwrap();
+    let log = sb.supervisor_log();
+    assert_eq!(lease["outcome"], json!("vanished"), "the loss of the new pane was hidden: {lease}\n{log}");
+    assert_eq!(sb.log_count(restarted), consumed_before, "the loss was read as the operator's restart:\n{log}");
+    assert_eq!(sb.log_count("'hook-m' vanished: its pane ended without recording how (killed, reboot or out of memory); its lease is marked vanished"), 1, "{log}");
 }
