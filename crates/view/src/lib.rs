@@ -12,7 +12,7 @@ pub mod peers;
 pub mod read;
 pub mod text;
 
-pub use context::{ConfigProblem, Context, KillResult};
+pub use context::{ConfigProblem, Context, KillResult, LivePanes};
 
 /// A context over the harness's fake tmux for the unit tests of this crate.
 #[cfg(test)]
