@@ -7,13 +7,15 @@
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use agent_box_tests::fixtures::{ok, registry_with, stderr, tool};
-use agent_box_tests::{HeldLock, Sandbox, wait_until};
+use agent_box_tests::kill_gate::KillGate;
+use agent_box_tests::{HeldLock, Sandbox, deadline, wait_until};
 use base::SessionName;
 use serde_json::{Value, json};
+use tmux::TmuxApi;
 
 /// The words the pane of `name`'s current launch file passes its epilogue after the status (`GEN`, `-` or `any`,
 /// then `LIFE` where the supervisor renders one): what that pane will report, however late.
@@ -402,4 +404,117 @@ fn a_restart_mark_the_absence_could_not_consume_is_consumed_by_the_start_so_a_la
     assert_eq!(lease["outcome"], json!("vanished"), "the loss of the new pane was hidden: {lease}\n{log}");
     assert_eq!(sb.log_count(restarted), consumed_before, "the loss was read as the operator's restart:\n{log}");
     assert_eq!(sb.log_count("'hook-m' vanished: its pane ended without recording how (killed, reboot or out of memory); its lease is marked vanished"), 1, "{log}");
+}
+
+/// `agent-box-session ARGS` started in the background with its kills held at a [`KillGate`], once it reached its
+/// first kill or ended: the supervisor's tick can then run in the instant between the verb's lock section and its
+/// kill. Returns the gate and the pid; [`finish`] opens the gate and returns what the verb printed.
+fn gated_session(sb: &Sandbox, args: &[&str]) -> (KillGate, u32) {
+    let gate = KillGate::new(sb);
+    let mut cmd = sb.cmd("agent-box-session");
+    cmd.args(args).env("AGENT_BOX_TMUX_BIN", gate.tmux_bin()).stdin(Stdio::null());
+    cmd.stdout(fs::File::create(sb.root().join("gated.out")).unwrap());
+    cmd.stderr(fs::File::create(sb.root().join("gated.err")).unwrap());
+    let pid = sb.spawn_tracked(cmd);
+    wait_until("the verb to reach its kill or to end", || gate.holds_a_kill() || sb.exited(pid).is_some());
+    (gate, pid)
+}
+
+/// Opens the gate, waits for the verb to exit 0, returns its stdout.
+fn finish(sb: &Sandbox, gate: &KillGate, pid: u32) -> String {
+    gate.open();
+    let stderr = || fs::read_to_string(sb.root().join("gated.err")).unwrap();
+    assert_eq!(sb.wait_exit(pid, deadline()), Some(0), "{}", stderr());
+    fs::read_to_string(sb.root().join("gated.out")).unwrap()
+}
+
+/// The identity of `name`'s pane (tmux session id and pane pid), `None` when it has none.
+fn pane_of(sb: &Sandbox, name: &str) -> Option<String> {
+    sb.tmux().display(&SessionName::parse(name).unwrap(), "#{session_id} #{pane_pid}").ok()
+}
+
+/// A listed hook session `name` with an open lease whose first pane has started.
+fn started_hook(sb: &Sandbox, name: &str) {
+    sb.write_registry(&registry_with(&[(name, tool(json!({})))]));
+    sb.create_lease(name);
+    sb.once();
+    wait_until("the first start", || sb.agent(name).starts() == 1);
+}
+
+// issue 25 item 1 (b), L-16
+#[test]
+fn a_restart_of_a_stopped_session_never_kills_the_pane_the_supervisor_started_for_it() {
+    let sb = Sandbox::new();
+    started_hook(&sb, "hook-s");
+    sb.stop("hook-s");
+    sb.wait_gone("hook-s");
+    assert_eq!(sb.lease("hook-s").unwrap()["outcome"], json!("stopped"));
+
+    // The supervisor's tick runs while the restart's kill (if it makes one) waits, as the registry write that
+    // removed `stopped` would have woken it.
+    let (gate, restart) = gated_session(&sb, &["restart", "hook-s"]);
+    let tick = stderr(&sb.once());
+    wait_until("the supervisor's new pane", || sb.agent("hook-s").starts() == 2 && sb.is_live("hook-s"));
+    let started = pane_of(&sb, "hook-s");
+    let printed = finish(&sb, &gate, restart);
+    let log = format!("{tick}{}", stderr(&sb.once()));
+
+    assert_eq!(pane_of(&sb, "hook-s"), started, "the restart killed the supervisor's new pane:\n{log}");
+    let lease = sb.lease("hook-s").unwrap();
+    assert_eq!(lease["outcome"], Value::Null, "the operator's restart was recorded as a loss: {lease}\n{log}");
+    assert!(!log.contains("vanished"), "{log}");
+    assert!(log.contains("'hook-s' was restarted by the operator"), "{log}");
+    assert_eq!(printed, "session 'hook-s' is no longer stopped — the supervisor starts it within ~2s\n");
+}
+
+// issue 25 item 1 (b), L-16: `restart --all` ends the panes its lock section found, and only those
+#[test]
+fn restart_all_ends_only_the_panes_it_found_and_never_one_started_after() {
+    let sb = Sandbox::new();
+    sb.write_registry(&registry_with(&[("hook-s", tool(json!({}))), ("main", tool(json!({})))]));
+    sb.create_lease("hook-s");
+    sb.once();
+    wait_until("the first starts", || sb.agent("hook-s").starts() == 1 && sb.agent("main").starts() == 1);
+    sb.stop("hook-s");
+    sb.wait_gone("hook-s");
+    let main_before = pane_of(&sb, "main");
+
+    let (gate, restart) = gated_session(&sb, &["restart", "--all"]);
+    assert!(gate.holds_a_kill(), "the running session's pane is to be killed");
+    let tick = stderr(&sb.once());
+    wait_until("the supervisor's new pane", || sb.agent("hook-s").starts() == 2 && sb.is_live("hook-s"));
+    let started = pane_of(&sb, "hook-s");
+    let printed = finish(&sb, &gate, restart);
+    wait_until("main's pane to be gone", || pane_of(&sb, "main") != main_before);
+    let log = format!("{tick}{}", stderr(&sb.once()));
+
+    assert_eq!(pane_of(&sb, "hook-s"), started, "restart --all killed the supervisor's new pane:\n{log}");
+    let lease = sb.lease("hook-s").unwrap();
+    assert_eq!(lease["outcome"], Value::Null, "the operator's restart was recorded as a loss: {lease}\n{log}");
+    assert!(!log.contains("'hook-s' vanished"), "{log}");
+    let expected = "all sessions restart within ~2s: 1 killed, 1 had no pane — the supervisor starts each (re-reading the env store)\n";
+    assert_eq!(printed, expected);
+}
+
+// issue 25 item 1 (audit), L-16: a restart never turns a loss it did not cause into its own
+#[test]
+fn a_restart_of_a_session_whose_pane_was_lost_leaves_the_loss_recorded() {
+    let sb = Sandbox::new();
+    started_hook(&sb, "hook-l");
+    sb.kill_pane("hook-l");
+    let restarts_before = sb.hook_log().iter().filter(|l| l["what"] == json!("restart")).count();
+
+    // The supervisor's tick runs while the restart would take its mark back (before: its kill found no pane).
+    let (gate, restart) = gated_session(&sb, &["restart", "hook-l"]);
+    let tick = stderr(&sb.once());
+    let lease = sb.lease("hook-l").unwrap();
+    assert_eq!(lease["outcome"], json!("vanished"), "the loss was read as the operator's restart: {lease}\n{tick}");
+    wait_until("the supervisor's new pane", || sb.agent("hook-l").starts() == 2 && sb.is_live("hook-l"));
+    let started = pane_of(&sb, "hook-l");
+    let printed = finish(&sb, &gate, restart);
+
+    assert_eq!(pane_of(&sb, "hook-l"), started, "the restart killed the supervisor's new pane");
+    assert_eq!(printed, "session 'hook-l' had no pane to kill — the supervisor starts it within ~2s\n");
+    let restarts = sb.hook_log().iter().filter(|l| l["what"] == json!("restart")).count();
+    assert_eq!(restarts, restarts_before, "a restart that restarted nothing is in the hook log");
 }
