@@ -518,3 +518,30 @@ fn a_restart_of_a_session_whose_pane_was_lost_leaves_the_loss_recorded() {
     let restarts = sb.hook_log().iter().filter(|l| l["what"] == json!("restart")).count();
     assert_eq!(restarts, restarts_before, "a restart that restarted nothing is in the hook log");
 }
+
+// issue 25 item 1 (audit), L-16: `stop` ends only the pane its lock section found
+#[test]
+fn a_stop_never_kills_the_pane_started_for_a_restart_that_came_after_it() {
+    let sb = Sandbox::new();
+    started_hook(&sb, "hook-t");
+    let (gate, stop) = gated_session(&sb, &["stop", "hook-t"]);
+    assert!(gate.holds_a_kill(), "the stop's kill of the running pane waits");
+    let restarted = ok(&sb, &["restart", "hook-t"]);
+    assert_eq!(
+        String::from_utf8_lossy(&restarted.get_output().stdout),
+        "session 'hook-t' killed — the supervisor restarts it within ~2s\n"
+    );
+    let tick = stderr(&sb.once());
+    wait_until("the supervisor's new pane", || sb.agent("hook-t").starts() == 2 && sb.is_live("hook-t"));
+    let started = pane_of(&sb, "hook-t");
+    let printed = finish(&sb, &gate, stop);
+    let log = format!("{tick}{}", stderr(&sb.once()));
+
+    assert_eq!(pane_of(&sb, "hook-t"), started, "the stop killed the pane started after the restart:\n{log}");
+    let lease = sb.lease("hook-t").unwrap();
+    assert_eq!(lease["outcome"], Value::Null, "the restarted assignment was recorded as lost: {lease}\n{log}");
+    assert!(!log.contains("'hook-t' vanished"), "{log}");
+    let stopped =
+        "session 'hook-t' stopped — still listed, not respawned; 'agent-box-session restart hook-t' revives it\n";
+    assert_eq!(printed, stopped);
+}

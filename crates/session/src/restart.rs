@@ -18,12 +18,13 @@
 use base::SessionName;
 use lease::{Changed, Expect, HookLog, LeaseDir};
 use registry::Document;
-use view::{Context, KillResult, LivePanes};
+use view::{Context, KillResult};
 
 use crate::error::{KillFailure, SessionError};
 use crate::locked::{checked_name, lease_expectation, read_locked, registry_present, with_locked, write_locked};
 use crate::messages;
 use crate::out::Out;
+use crate::pane::Pane;
 
 /// Runs `restart NAME`, or `restart --all` when `name` is `None`.
 pub fn restart(ctx: &Context, name: Option<&str>, out: &mut Out) -> Result<(), SessionError> {
@@ -46,38 +47,9 @@ enum Listed {
     Unstopped,
 }
 
-/// The pane of a name as the registry-lock section found it: the only pane the restart may end (L-16).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Pane {
-    /// This session, on this server; one started after the section is another.
-    Live(tmux::SessionId),
-    /// No pane: nothing to kill.
-    None,
-    /// tmux could not be asked: nothing is killed, and the verb says why.
-    Unknown(String),
-}
-
-impl Pane {
-    fn of(panes: &Result<LivePanes, String>, name: &SessionName) -> Self {
-        match panes {
-            Ok(panes) => panes.get(name.as_str()).map_or(Self::None, Self::Live),
-            Err(reason) => Self::Unknown(reason.clone()),
-        }
-    }
-
-    /// After the section: the kill of the pane found in it.
-    fn end(&self, ctx: &Context) -> KillResult {
-        match self {
-            Self::Live(id) => ctx.kill_pane(id),
-            Self::None => KillResult::AlreadyGone,
-            Self::Unknown(reason) => KillResult::Failed(reason.clone()),
-        }
-    }
-
-    /// Whether the absence that follows is this restart's: the pane it ends, or the stop it just took back.
-    fn absence_is_the_restart(&self, unstopped: bool) -> bool {
-        matches!((self, unstopped), (Self::Live(_), _) | (Self::None, true))
-    }
+/// Whether the absence that follows `pane` is this restart's: the pane it ends, or the stop it just took back.
+fn absence_is_the_restart(pane: &Pane, unstopped: bool) -> bool {
+    matches!((pane, unstopped), (Pane::Live(_), _) | (Pane::None, true))
 }
 
 /// A restart recorded on a lease, with the expectation to take it back by.
@@ -131,7 +103,7 @@ fn relisted(ctx: &Context, name: &SessionName, out: &mut Out) -> Result<(Listed,
             write_locked(guard, &doc)?;
         }
         let (marked, warning) =
-            if pane.absence_is_the_restart(unstopped) { mark_restart(ctx, &doc, name) } else { (None, None) };
+            if absence_is_the_restart(&pane, unstopped) { mark_restart(ctx, &doc, name) } else { (None, None) };
         Ok((if unstopped { Listed::Unstopped } else { Listed::Yes }, marked, warning, pane))
     })?;
     if let Some(warning) = warning {
@@ -227,7 +199,7 @@ fn all_locked(ctx: &Context, guard: &registry::RegistryLock) -> Result<AllDecide
     let (mut marks, mut warnings, mut panes) = (Vec::new(), Vec::new(), Vec::new());
     for name in &names {
         let pane = Pane::of(&live, name);
-        if pane.absence_is_the_restart(unstopped.contains(name)) {
+        if absence_is_the_restart(&pane, unstopped.contains(name)) {
             let (marked, warning) = mark_restart(ctx, &doc, name);
             marks.extend(marked);
             warnings.extend(warning);
