@@ -194,7 +194,9 @@ fn a_revived_assignment_that_crashes_says_so_on_its_lease() {
     sb.agent("hook-e").control("exit 1");
     ok(&sb, &["restart", "hook-e"]);
     sb.once();
-    wait_until("the revived agent's crash", || sb.entry("hook-e").is_some_and(|e| e["died"] == json!(1)));
+    // The epilogue writes the entry first, then the lease, then the hook log's end line: wait for the last.
+    let ended = || sb.hook_log().iter().any(|l| l["what"] == json!("end") && l["name"] == json!("hook-e"));
+    wait_until("the revived agent's crash", || sb.entry("hook-e").is_some_and(|e| e["died"] == json!(1)) && ended());
 
     let lease = sb.lease("hook-e").unwrap();
     assert_eq!(lease["outcome"], json!("died:1"), "{lease}");
