@@ -15,6 +15,7 @@ pub mod golden;
 pub mod held;
 pub mod interrupt;
 pub mod kill;
+pub mod kill_gate;
 pub mod ops;
 pub mod privilege;
 pub mod property;

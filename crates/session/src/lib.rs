@@ -15,6 +15,7 @@ pub mod log;
 pub mod ls;
 pub mod messages;
 pub mod out;
+mod pane;
 pub mod peers;
 pub mod queue;
 pub mod restart;

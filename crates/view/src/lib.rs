@@ -13,7 +13,7 @@ pub mod queue;
 pub mod read;
 pub mod text;
 
-pub use context::{ConfigProblem, Context, KillResult};
+pub use context::{ConfigProblem, Context, KillResult, LivePanes};
 
 /// A context over the harness's fake tmux for the unit tests of this crate.
 #[cfg(test)]

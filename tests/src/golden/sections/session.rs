@@ -344,13 +344,13 @@ fn messages_with_setup(world: &World, out: &mut Artefacts, no_kill: &std::path::
     out.capture("session/messages/M51.txt", world, &session().arg("log"));
 }
 
-/// A tmux that does everything but `kill-session`, which it refuses: how a kill that did not happen is reached
-/// while the session is still there.
+/// A tmux that does everything but `kill-session`, which it refuses (also inside the `if-shell` of a kill by
+/// identity, issue 25): how a kill that did not happen is reached while the session is still there.
 fn no_kill_tmux(world: &World) -> std::path::PathBuf {
     let real = world.sb.env_var("AGENT_BOX_TMUX_BIN").map(std::path::PathBuf::from).unwrap_or_default();
     let path = world.sb.root().join("bin/tmux-nokill");
     let script = format!(
-        "#!/bin/sh\nfor word in \"$@\"; do\n  if [ \"$word\" = kill-session ]; then echo 'the server refused the kill' >&2; exit 1; fi\ndone\nexec {} \"$@\"\n",
+        "#!/bin/sh\nfor word in \"$@\"; do\n  case \"$word\" in *kill-session*) echo 'the server refused the kill' >&2; exit 1 ;; esac\ndone\nexec {} \"$@\"\n",
         base::quote::quote_arg(&real.to_string_lossy())
     );
     fs::write(&path, script).unwrap();
