@@ -134,7 +134,7 @@ impl Pass<'_> {
     /// L-6 for a report `NAME STATUS G` (no LIFE) against an entry that names no life, under the registry lock: the
     /// pane is this entry's only on the evidence L-1 would give the entry the life G by, a side file that names no
     /// life (one that does was written for an entry this one replaced) and G's lease, there and not orphaned
-    /// (read under its lock). `None`: the lease lock was busy, the pass is tried again.
+    /// (read under its lock, OV-5.5). `None`: the lease lock was busy, the pass is tried again.
     fn binds(&self, lease_gen: &str) -> Option<bool> {
         let Some(lease_gen) = lease::Gen::parse(lease_gen) else { return Some(false) };
         let side = self.state_dir.join("session").join(format!("{}.json", self.name));

@@ -356,3 +356,43 @@ fn n_11_a_parked_one_shot_session_is_reaped_only_after_its_outcome_is_delivered(
     let log = fs::read_to_string(world.state().join("hook-sessions.jsonl")).unwrap();
     assert!(log.contains(r#""how":"reaped""#) && log.contains(r#""notified":true"#), "{log}");
 }
+
+/// Descriptors of this process open on `path` (the test's held lock is one; a second is the supervisor's).
+fn descriptors_on(path: &Path) -> usize {
+    let target = fs::canonicalize(path).unwrap();
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|e| fs::read_link(e.path()).ok() == Some(target.clone()))
+        .count()
+}
+
+// N-11 (issue 25): the reap decides under the locks its decision depends on. `stop` sets `stopped` and records the
+// lease outcome in one registry-lock section; a tick that read the entry already stopped and the lease still open
+// before that section ended must not reap the entry (and delete the outcome undelivered) once it gets the lock.
+#[test]
+fn n_11_the_reap_reads_the_outcome_under_the_registry_and_lease_locks() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; exit 3"#);
+    let name = SessionName::parse(NAME).unwrap();
+    let life = world.leases().create(&name, "github:acme/api", Some("612"), None).unwrap().to_string();
+    let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+        "ephemeral": true, "life": life}}});
+    let sessions = world.home().join(".config/agent-box/sessions.json");
+    fs::write(&sessions, registry.to_string()).unwrap();
+    let mut supervisor = world.supervisor(None);
+    let lock = world.home().join(".config/agent-box/sessions.json.lock");
+    // The test is `stop` inside its section: the flag is written, the outcome comes once the tick waits for the lock.
+    let section = agent_box_tests::HeldLock::now(&lock);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            wait_until("the tick to wait for the registry lock", || descriptors_on(&lock) >= 2);
+            world.leases().mark_outcome(&name, &Outcome::Stopped, &Expect::Any).unwrap();
+            drop(section);
+        });
+        supervisor.tick();
+    });
+    assert!(fs::read_to_string(&sessions).unwrap().contains(NAME), "reaped with its outcome undelivered");
+    assert_eq!(world.lease().and_then(|l| l.outcome()), Some(Outcome::Stopped), "the outcome was deleted");
+    assert_eq!(lines_with(&supervisor, "reaped '"), 0, "{:?}", supervisor.log().lines());
+}
