@@ -396,3 +396,25 @@ fn n_11_the_reap_reads_the_outcome_under_the_registry_and_lease_locks() {
     assert_eq!(world.lease().and_then(|l| l.outcome()), Some(Outcome::Stopped), "the outcome was deleted");
     assert_eq!(lines_with(&supervisor, "reaped '"), 0, "{:?}", supervisor.log().lines());
 }
+
+// N-3 (issue 25): a child the program left running when it exited 0 (a backgrounded `gh`, a `sleep`) does not
+// outlive the delivery: what remains of the program's process group is killed once the program has exited.
+#[test]
+fn n_3_what_the_program_left_running_after_its_exit_0_is_killed_with_its_group() {
+    /// Kills the background child at the end, also when the test fails.
+    struct Reaper(nix::unistd::Pid);
+    impl Drop for Reaper {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    let world = World::new();
+    world.notifier(r#"sleep 300 & echo $! > "$OUT/child"; echo run >> "$OUT/runs"; exit 0"#);
+    world.ended_lease("github:acme/api", &Outcome::Died(1));
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    let pid: i32 = fs::read_to_string(world.out().join("child")).unwrap().trim().parse().unwrap();
+    let child = Reaper(nix::unistd::Pid::from_raw(pid));
+    wait_until("the program's background child to be gone", || nix::sys::signal::kill(child.0, None).is_err());
+    assert_eq!(world.runs(), 1);
+}
