@@ -717,6 +717,36 @@ mod tests {
         assert_eq!(String::from_utf8(again).unwrap(), "");
     }
 
+    /// The value of `key=` in the `[Unit]` section of an installed unit template.
+    fn unit_section_value(template: &str, key: &str) -> Option<String> {
+        let unit =
+            template.split("\n[").find(|section| section.starts_with("[Unit]") || section.starts_with("Unit]"))?;
+        unit.lines().find_map(|line| line.strip_prefix(&format!("{key}=")).map(str::to_owned))
+    }
+
+    // A-8 (issue 25): one start-limit rule for both deployments. The units `cargo xtask install` writes set
+    // StartLimitIntervalSec in [Unit]; the NixOS module's two units must set the same (`startLimitIntervalSec`,
+    // which NixOS writes into [Unit]), or a NixOS box gives up on a crash loop that an installed box rides out.
+    #[test]
+    fn the_module_s_units_keep_the_installed_units_start_limit() {
+        let Some(lib) = lib_or_skip("the_module_s_units_keep_the_installed_units_start_limit") else { return };
+        let root = run::workspace_root();
+        let verdict = judge(&case(README_TWIN), &evaluate(&root, &lib, README_TWIN, None).unwrap());
+        let value = verdict.value.unwrap_or_else(|| panic!("{:?}", verdict.failure));
+        for (template, unit) in [("agent-box.service", "unit"), ("agent-box-tmux.service", "tmuxUnit")] {
+            let text = fs::read_to_string(root.join("crates/install/templates").join(template)).unwrap();
+            let installed = unit_section_value(&text, "StartLimitIntervalSec")
+                .unwrap_or_else(|| panic!("{template} sets no StartLimitIntervalSec in [Unit]"));
+            let module = &value["users"]["agent"][unit];
+            assert_eq!(
+                module["startLimitIntervalSec"].to_string(),
+                installed,
+                "the module's {unit} and the installed {template} disagree on the start limit: {module}"
+            );
+            assert!(module["serviceConfig"].get("StartLimitIntervalSec").is_none(), "it belongs in [Unit]");
+        }
+    }
+
     #[test]
     fn render_writes_golden_layout() {
         let Some(lib) = lib_or_skip("render_writes_golden_layout") else {
