@@ -145,6 +145,13 @@ pub fn notifier_unknown(marker_problem: &str) -> String {
         "cannot tell whether lease outcomes are reported: {marker_problem}; nothing was listed — make it a readable file again or remove it, then restart the supervisor (systemctl --user restart agent-box.service), which writes it again"
     )
 }
+/// M54: `add` with claude extra arguments that end in an option taking a value (issue 25): claude would take the
+/// prompt agent-box puts after them for that value (exit 2, nothing written).
+pub fn extra_args_dangling(option: &str) -> String {
+    format!(
+        "the extra arguments end in '{option}', which takes a value: claude would take the prompt that follows them for it and exit; give the value after it or leave it out"
+    )
+}
 /// M52: `ls` while no supervisor holds this registry.
 pub fn no_supervisor(registry: &str) -> String {
     format!(

@@ -215,6 +215,7 @@ fn messages(world: &World, out: &mut Artefacts) {
         ),
         ("M49", session().args(["attach", "nosuch"])),
         ("M52", session().arg("ls")),
+        ("M54", add().args(["x", "--harness", "claude", "--prompt", "go", "--", "--model", "sonnet", "--add-dir"])),
     ];
     for (id, inv) in cases {
         reset(world);
