@@ -34,15 +34,16 @@ enum Registry {
 
 pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
     let target = if report.status == 0 { ("stopped", Value::Bool(true)) } else { ("died", Value::from(report.status)) };
+    let life = &report.life;
     let leases = LeaseDir::new(state_dir.join("lease"));
-    let pass = Pass { registry, state_dir, leases: &leases, name: &report.name, target: &target, life: &report.life };
+    let owner = Owner { state_dir, leases: &leases };
     let mut outcome = Registry::Retry;
-    for round in 0..PASSES {
-        outcome = pass.run();
+    for pass in 0..PASSES {
+        outcome = registry_pass(registry, &report.name, &target, life, &owner);
         if outcome != Registry::Retry {
             break;
         }
-        if round + 1 < PASSES {
+        if pass + 1 < PASSES {
             std::thread::sleep(PAUSE_BETWEEN_PASSES);
         }
     }
@@ -59,89 +60,108 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
     };
 }
 
-/// What one registry pass works with.
-struct Pass<'a> {
-    registry: &'a Path,
-    state_dir: &'a Path,
-    leases: &'a LeaseDir,
-    name: &'a SessionName,
-    target: &'a (&'a str, Value),
-    life: &'a Life,
+/// One pass: lock-free read, lock, re-read, decide, write, verify, release. The lock-free read already
+/// settles the cases that need no write (absent entry, target state), so they never open the lock; reads that
+/// return the bytes already seen are not looked at again.
+fn registry_pass(
+    registry: &Path,
+    name: &SessionName,
+    target: &(&str, Value),
+    life: &Life,
+    owner: &Owner<'_>,
+) -> Registry {
+    let Raw::Bytes(seen) = read_raw(registry) else { return Registry::Done };
+    let Some(view) = View::of(&seen, name) else { return Registry::Done };
+    if let Some(settled) = view.settled(name, target, life) {
+        return settled;
+    }
+    with_lock(registry, LOCK_WAIT, registry::LockPolicy::EPILOGUE, |_| {
+        locked_pass(registry, name, target, life, &seen, view, owner)
+    })
+    .unwrap_or(Registry::Retry)
 }
 
-impl Pass<'_> {
-    /// One pass: lock-free read, lock, re-read, decide, write, verify, release. The lock-free read already
-    /// settles the cases that need no write (absent entry, target state), so they never open the lock; reads that
-    /// return the bytes already seen are not looked at again.
-    fn run(&self) -> Registry {
-        let Raw::Bytes(seen) = read_raw(self.registry) else { return Registry::Done };
-        let Some(view) = View::of(&seen, self.name) else { return Registry::Done };
-        if let Some(settled) = view.settled(self.name, self.target, self.life) {
-            return settled;
-        }
-        with_lock(self.registry, LOCK_WAIT, registry::LockPolicy::EPILOGUE, |_| self.locked(&seen, view))
-            .unwrap_or(Registry::Retry)
+/// The locked part of a pass: re-read (compared piece by piece with the bytes seen; looked at again only when they
+/// changed), decide, write, verify.
+fn locked_pass(
+    registry: &Path,
+    name: &SessionName,
+    target: &(&str, Value),
+    life: &Life,
+    seen: &[u8],
+    view: View<'_>,
+    owner: &Owner<'_>,
+) -> Registry {
+    if holds_exactly(registry, &[seen]).unwrap_or(false) {
+        return write_and_verify(registry, name, target, life, view, owner);
     }
+    match read_raw(registry) {
+        Raw::Bytes(again) => match View::of(&again, name) {
+            Some(fresh) => write_and_verify(registry, name, target, life, fresh, owner),
+            None => Registry::Done,
+        },
+        _ => Registry::Done,
+    }
+}
 
-    /// The locked part of a pass: re-read (compared piece by piece with the bytes seen; looked at again only when
-    /// they changed), decide, write, verify.
-    fn locked(&self, seen: &[u8], view: View<'_>) -> Registry {
-        if holds_exactly(self.registry, &[seen]).unwrap_or(false) {
-            return self.write_and_verify(view);
-        }
-        match read_raw(self.registry) {
-            Raw::Bytes(again) => match View::of(&again, self.name) {
-                Some(fresh) => self.write_and_verify(fresh),
-                None => Registry::Done,
-            },
-            _ => Registry::Done,
+/// Decide on the document read under the lock, write it with the target value, read it back (MS-6.1).
+fn write_and_verify(
+    registry: &Path,
+    name: &SessionName,
+    target: &(&str, Value),
+    life: &Life,
+    view: View<'_>,
+    owner: &Owner<'_>,
+) -> Registry {
+    if let Some(settled) = view.settled(name, target, life) {
+        return settled;
+    }
+    if let Life::FromGen(lease_gen) = life
+        && view.names_no_life(name)
+    {
+        match owner.binds(name, lease_gen) {
+            Some(true) => {}
+            Some(false) => return Registry::Stale,
+            None => return Registry::Retry,
         }
     }
-
-    /// Decide on the document read under the lock, write it with the target value, read it back (MS-6.1).
-    fn write_and_verify(&self, view: View<'_>) -> Registry {
-        if let Some(settled) = view.settled(self.name, self.target, self.life) {
-            return settled;
-        }
-        if let Life::FromGen(lease_gen) = self.life
-            && view.names_no_life(self.name)
-        {
-            match self.binds(lease_gen) {
-                Some(true) => {}
-                Some(false) => return Registry::Stale,
-                None => return Registry::Retry,
-            }
-        }
-        let Some(written) = view.edited(self.name, self.target) else { return Registry::Done };
-        let parts = written.parts();
-        if write_atomic_parts(self.registry, &parts).is_err() {
-            return Registry::Retry;
-        }
-        // The read-back of MS-6.1: the bytes written, compared piece by piece; only other bytes are parsed.
-        if holds_exactly(self.registry, &parts).unwrap_or(false) {
-            return Registry::Done;
-        }
-        let (key, value) = self.target;
-        match read_raw(self.registry) {
-            Raw::Bytes(after) => match ReadOutcome::from_bytes(&after) {
-                ReadOutcome::Valid(after) if holds(&after, self.name, key, value) => Registry::Done,
-                _ => Registry::Retry,
-            },
+    let Some(written) = view.edited(name, target) else { return Registry::Done };
+    let parts = written.parts();
+    if write_atomic_parts(registry, &parts).is_err() {
+        return Registry::Retry;
+    }
+    // The read-back of MS-6.1: the bytes written, compared piece by piece; only other bytes are parsed.
+    if holds_exactly(registry, &parts).unwrap_or(false) {
+        return Registry::Done;
+    }
+    let (key, value) = target;
+    match read_raw(registry) {
+        Raw::Bytes(after) => match ReadOutcome::from_bytes(&after) {
+            ReadOutcome::Valid(after) if holds(&after, name, key, value) => Registry::Done,
             _ => Registry::Retry,
-        }
+        },
+        _ => Registry::Retry,
     }
+}
 
-    /// L-6 for a report `NAME STATUS G` (no LIFE) against an entry that names no life, under the registry lock: the
-    /// pane is this entry's only on the evidence L-1 would give the entry the life G by, a side file that names no
-    /// life (one that does was written for an entry this one replaced) and G's lease, there and not orphaned
-    /// (read under its lock, OV-5.5). `None`: the lease lock was busy, the pass is tried again.
-    fn binds(&self, lease_gen: &str) -> Option<bool> {
+/// What tells whether a report `NAME STATUS G` without LIFE is the pane of an entry that names no life (L-6).
+struct Owner<'a> {
+    state_dir: &'a Path,
+    leases: &'a LeaseDir,
+}
+
+impl Owner<'_> {
+    /// Asked under the registry lock: the pane is the entry's only on the evidence L-1 would give the entry the
+    /// life G by, a side file that names no life (one that does was written for an entry this one replaced) and
+    /// G's lease, there and not orphaned (read under its lock, OV-5.5). `None`: the lease lock was busy, the pass
+    /// is tried again.
+    fn binds(&self, name: &SessionName, lease_gen: &str) -> Option<bool> {
         let Some(lease_gen) = lease::Gen::parse(lease_gen) else { return Some(false) };
-        let side = self.state_dir.join("session").join(format!("{}.json", self.name));
+        let side = self.state_dir.join("session").join(format!("{name}.json"));
         if side_names_a_life(&side) {
             return Some(false);
         }
-        self.leases.binds(self.name, &lease_gen).ok()
+        self.leases.binds(name, &lease_gen).ok()
     }
 }
 
