@@ -208,6 +208,9 @@ let
     inherit (v) path environment;
     restartIfChanged = false;
     stopIfChanged = false;
+    # A-8, the rule of the installed units: never give up. systemd's default start limit (5 starts in 10 s) would
+    # leave a tmux that exits at once down for good, and every session with it; NixOS writes this into [Unit].
+    startLimitIntervalSec = 0;
     serviceConfig = confinement name v // {
       Type = "simple";
       ExecStart = "${lib.getExe' cfg.tmuxPackage "tmux"} -D -L agent-box";
@@ -234,6 +237,8 @@ let
     wants = [ "network-online.target" (tmuxUnitName name) ];
     inherit (v) path;
     environment = v.environment // { AGENT_BOX_TMUX_SERVER = "external"; };
+    # A-8, as for the tmux unit: a crash loop is retried RestartSec apart for as long as it lasts.
+    startLimitIntervalSec = 0;
     serviceConfig = confinement name v // {
       Type = "exec";
       ExecStart = lib.getExe' cfg.package "agent-box-supervisor";

@@ -134,6 +134,20 @@ impl LeaseDir {
         })
     }
 
+    /// Whether the lease of `name` is the one of gen `lease_gen` and its life was not delisted (`orphanedAt`): read
+    /// under the lease lock, so the answer holds while the caller's registry lock is held (order registry → lease).
+    /// The epilogue asks it of a report without LIFE against an entry naming none (docs/lives.md L-6): a pane
+    /// started for gen G belongs to this entry only while G's lease is there for it, as L-1 would give it G.
+    pub fn binds(&self, name: &SessionName, lease_gen: &Gen) -> Result<bool, LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(false);
+        }
+        let expect = Expect::Gen(lease_gen.clone());
+        self.locked(|| {
+            Ok(matches!(self.find(name), Found::Present(lease) if expect.met_by(&lease) && !lease.orphaned()))
+        })
+    }
+
     /// The supervisor swept the side file of a delisted name whose pane was started for lease `gen`: that life is
     /// over, so `orphanedAt` keeps a newer life of the name (re-added by a writer that hands out no life) from
     /// taking the lease over; the sweep settles it after its grace.

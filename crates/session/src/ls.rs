@@ -12,10 +12,11 @@ use crate::error::SessionError;
 use crate::messages;
 use crate::out::Out;
 
-/// Runs `ls [--json]`; every problem is a warning (§4.2).
+/// Runs `ls [--json]`; every problem is a warning (§4.2) but a notifier marker that cannot be looked at (M59).
 pub fn ls(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> {
     let registry = read_registry(&ctx.paths);
     warn_unusable(ctx, &registry, out);
+    let notifier = notifier_configured(ctx)?;
     let (live, tmux) = match ctx.live_set() {
         Ok(live) => (live, TmuxStatus::Ok),
         Err(reason) => {
@@ -27,7 +28,7 @@ pub fn ls(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> 
     if supervisor == SupervisorStatus::Stopped {
         out.warn(messages::no_supervisor(&ctx.paths.registry().display().to_string()));
     }
-    let rows = rows(ctx, &registry.doc, &live, base::time::now_epoch());
+    let rows = rows(ctx, &registry.doc, &live, base::time::now_epoch(), notifier);
     let queue = queue_counts(ctx, out);
     let text = if json {
         render_json(&registry, tmux, supervisor, &rows, queue)?
@@ -55,6 +56,12 @@ pub fn queue_lines(text: &mut String, counts: Option<view::queue::Counts>) {
             text.push('\n');
         });
     }
+}
+
+/// Whether outcomes are reported (N-8); a marker that cannot be looked at stops the listing (M59, exit 1) rather
+/// than show an undelivered outcome as `off`.
+pub fn notifier_configured(ctx: &Context) -> Result<bool, SessionError> {
+    view::notification::configured(&ctx.paths).map_err(SessionError::NotifierUnknown)
 }
 
 /// M33 when the registry could not be used.

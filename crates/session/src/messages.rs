@@ -138,6 +138,20 @@ pub fn cannot_attach(name: &str, reason: &str) -> String {
 pub fn log_empty(path: &str) -> String {
     format!("no hook-session record yet ({path}): no dispatched session has started or ended on this box")
 }
+/// M59: the notifier marker (N-8) is there but is no file, or cannot be looked at: whether an undelivered outcome
+/// is being reported is unknown, and `ls`/`leases` say so instead of `off` (exit 1).
+pub fn notifier_unknown(marker_problem: &str) -> String {
+    format!(
+        "cannot tell whether lease outcomes are reported: {marker_problem}; nothing was listed — make it a readable file again or remove it, then restart the supervisor (systemctl --user restart agent-box.service), which writes it again"
+    )
+}
+/// M60: `add` with claude extra arguments that end in an option taking a value (issue 25): claude would take the
+/// prompt agent-box puts after them for that value (exit 2, nothing written).
+pub fn extra_args_dangling(option: &str) -> String {
+    format!(
+        "the extra arguments end in '{option}', which takes a value: claude would take the prompt that follows them for it and exit; give the value after it or leave it out"
+    )
+}
 /// M52: `ls` while no supervisor holds this registry.
 pub fn no_supervisor(registry: &str) -> String {
     format!(

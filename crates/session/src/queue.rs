@@ -22,7 +22,8 @@ const PREFIX_MIN: usize = 6;
 pub fn queue(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> {
     let bounds = bounds(out);
     let view = read(&ctx.paths).map_err(|why| SessionError::Failed(messages::queue_unreadable(&why)))?;
-    let rows = rows(&ctx.paths, &view, &bounds, base::time::now_epoch());
+    let configured = crate::ls::notifier_configured(ctx)?;
+    let rows = rows(&view, &bounds, base::time::now_epoch(), configured);
     let text = if json { render_json(&bounds, &rows)? } else { render_text(&bounds, &rows) };
     out.bytes(text.as_bytes());
     Ok(())

@@ -183,7 +183,7 @@ impl Supervisor {
     fn poll_notifier(&mut self, now: i64) -> bool {
         let Some(run) = self.notifier.running.as_mut() else { return true };
         let timeout = self.config.on_outcome.as_ref().map_or(DEFAULT_TIMEOUT, |on| on.timeout);
-        let result = match run.child.try_wait() {
+        let result = match end_group_of_exited(&mut run.child) {
             Ok(Some(status)) => exit_result(status),
             Ok(None) if run.started.elapsed() < timeout => return false,
             Ok(None) => {
@@ -368,7 +368,7 @@ impl Supervisor {
         let deadline = Instant::now() + grace;
         while self.notifier.running.is_some() {
             let now = (self.clock)();
-            let done = self.notifier.running.as_mut().is_some_and(|run| matches!(run.child.try_wait(), Ok(Some(_))));
+            let done = self.notifier.running.as_ref().is_some_and(|run| matches!(has_exited(&run.child), Ok(true)));
             if done || Instant::now() >= deadline {
                 if !done && let Some(mut run) = self.notifier.running.take() {
                     kill_group(&mut run.child);
@@ -389,6 +389,32 @@ fn exit_result(status: ExitStatus) -> Result<(), String> {
         (None, Some(signal)) => Err(format!("was killed by signal {signal}")),
         (None, None) => Err("ended without a status".to_owned()),
     }
+}
+
+/// Whether the program has exited, asked without reaping it (`waitid` with `WNOWAIT`): while it is not reaped its
+/// pid cannot be given to another process, so it still names only its own process group.
+fn has_exited(child: &Child) -> std::io::Result<bool> {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).map_err(std::io::Error::other)?);
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(pid), flags) {
+        Ok(WaitStatus::StillAlive) => Ok(false),
+        Ok(_) => Ok(true),
+        Err(errno) => Err(errno.into()),
+    }
+}
+
+/// N-3: once the program has exited (whatever its status), what remains of its process group (a child it left in
+/// the background) is killed before the program is reaped, so nothing of a delivery outlives it; `None` while the
+/// program still runs.
+fn end_group_of_exited(child: &mut Child) -> std::io::Result<Option<ExitStatus>> {
+    if !has_exited(child)? {
+        return Ok(None);
+    }
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    child.wait().map(Some)
 }
 
 /// SIGKILL to the program's whole process group (a `gh` it started included), then reap it.

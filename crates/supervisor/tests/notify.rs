@@ -356,3 +356,65 @@ fn n_11_a_parked_one_shot_session_is_reaped_only_after_its_outcome_is_delivered(
     let log = fs::read_to_string(world.state().join("hook-sessions.jsonl")).unwrap();
     assert!(log.contains(r#""how":"reaped""#) && log.contains(r#""notified":true"#), "{log}");
 }
+
+/// Descriptors of this process open on `path` (the test's held lock is one; a second is the supervisor's).
+fn descriptors_on(path: &Path) -> usize {
+    let target = fs::canonicalize(path).unwrap();
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|e| fs::read_link(e.path()).ok() == Some(target.clone()))
+        .count()
+}
+
+// N-11 (issue 25): the reap decides under the locks its decision depends on. `stop` sets `stopped` and records the
+// lease outcome in one registry-lock section; a tick that read the entry already stopped and the lease still open
+// before that section ended must not reap the entry (and delete the outcome undelivered) once it gets the lock.
+#[test]
+fn n_11_the_reap_reads_the_outcome_under_the_registry_and_lease_locks() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; exit 3"#);
+    let name = SessionName::parse(NAME).unwrap();
+    let life = world.leases().create(&name, "github:acme/api", Some("612"), None).unwrap().to_string();
+    let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+        "ephemeral": true, "life": life}}});
+    let sessions = world.home().join(".config/agent-box/sessions.json");
+    fs::write(&sessions, registry.to_string()).unwrap();
+    let mut supervisor = world.supervisor(None);
+    let lock = world.home().join(".config/agent-box/sessions.json.lock");
+    // The test is `stop` inside its section: the flag is written, the outcome comes once the tick waits for the lock.
+    let section = agent_box_tests::HeldLock::now(&lock);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            wait_until("the tick to wait for the registry lock", || descriptors_on(&lock) >= 2);
+            world.leases().mark_outcome(&name, &Outcome::Stopped, &Expect::Any).unwrap();
+            drop(section);
+        });
+        supervisor.tick();
+    });
+    assert!(fs::read_to_string(&sessions).unwrap().contains(NAME), "reaped with its outcome undelivered");
+    assert_eq!(world.lease().and_then(|l| l.outcome()), Some(Outcome::Stopped), "the outcome was deleted");
+    assert_eq!(lines_with(&supervisor, "reaped '"), 0, "{:?}", supervisor.log().lines());
+}
+
+// N-3 (issue 25): a child the program left running when it exited 0 (a backgrounded `gh`, a `sleep`) does not
+// outlive the delivery: what remains of the program's process group is killed once the program has exited.
+#[test]
+fn n_3_what_the_program_left_running_after_its_exit_0_is_killed_with_its_group() {
+    /// Kills the background child at the end, also when the test fails.
+    struct Reaper(nix::unistd::Pid);
+    impl Drop for Reaper {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    let world = World::new();
+    world.notifier(r#"sleep 300 & echo $! > "$OUT/child"; echo run >> "$OUT/runs"; exit 0"#);
+    world.ended_lease("github:acme/api", &Outcome::Died(1));
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    let pid: i32 = fs::read_to_string(world.out().join("child")).unwrap().trim().parse().unwrap();
+    let child = Reaper(nix::unistd::Pid::from_raw(pid));
+    wait_until("the program's background child to be gone", || nix::sys::signal::kill(child.0, None).is_err());
+    assert_eq!(world.runs(), 1);
+}

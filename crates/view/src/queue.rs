@@ -47,9 +47,9 @@ pub fn read(paths: &Paths) -> Result<QueueView, String> {
 }
 
 /// The rows of `queue`: queued records with their position and expiry, then the expired rows with their
-/// notification state. An unreadable record is a row of its own (`state` `unreadable`), never left out.
-pub fn rows(paths: &Paths, view: &QueueView, bounds: &Bounds, now: i64) -> Vec<QueueRow> {
-    let configured = notification::configured(paths);
+/// notification state (`configured`: whether outcomes are reported, N-8, which the caller read). An unreadable
+/// record is a row of its own (`state` `unreadable`), never left out.
+pub fn rows(view: &QueueView, bounds: &Bounds, now: i64, configured: bool) -> Vec<QueueRow> {
     let queued = view.queued.iter().enumerate().map(|(at, listed)| {
         let mut row = row(listed, now);
         row.position = Some(at + 1);

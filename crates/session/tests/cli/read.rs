@@ -552,3 +552,23 @@ fn control_characters_show_as_question_marks_and_json_stays_raw() {
     assert_eq!(peers["sessions"][0]["claims"]["topics"][0]["note"], "fixing [2J the thing", "notes are folded (12.3)");
     assert_eq!(json_of(&sb, "leases")["leases"][0]["outcome"], "died:1\u{1b}[2J");
 }
+
+// N-8 (issue 25): the notifier marker that cannot be looked at is not "no notifier": `ls` and `leases` (text and
+// JSON) stop with one line and exit 1 instead of showing an undelivered outcome as `off`.
+#[test]
+fn a_notifier_marker_that_cannot_be_read_is_an_error_not_off() {
+    let sb = Sandbox::new();
+    sb.write_registry(r#"{"version":1,"sessions":{"hook-a":{"agent":"claude"}}}"#);
+    lease_with(&sb, "hook-a", Some("died:1"));
+    let marker = sb.state_dir().join("on-outcome.json");
+    fs::create_dir_all(&marker).unwrap();
+    let line = format!(
+        "agent-box-session: cannot tell whether lease outcomes are reported: {} is not a regular file; nothing was listed — make it a readable file again or remove it, then restart the supervisor (systemctl --user restart agent-box.service), which writes it again\n",
+        marker.display()
+    );
+    for verb in [&["leases"][..], &["leases", "--json"], &["ls"], &["ls", "--json"]] {
+        session(&sb, verb).code(1).stdout("").stderr(line.clone());
+    }
+    fs::remove_dir(&marker).unwrap();
+    assert!(quiet(&sb, &["leases"]).contains("\nhook-a                   died:1     off "), "absent: off");
+}

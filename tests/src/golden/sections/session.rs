@@ -288,6 +288,7 @@ fn messages(world: &World, out: &mut Artefacts) {
         ),
         ("M49", session().args(["attach", "nosuch"])),
         ("M52", session().arg("ls")),
+        ("M60", add().args(["x", "--harness", "claude", "--prompt", "go", "--", "--model", "sonnet", "--add-dir"])),
     ];
     for (id, inv) in cases {
         reset(world);
@@ -306,6 +307,11 @@ fn messages(world: &World, out: &mut Artefacts) {
     fs::remove_file(world.sb.registry()).unwrap();
     fs::create_dir(world.sb.registry()).unwrap();
     out.capture("session/messages/M20b.txt", world, &session().args(["stop", "main"]));
+    reset(world);
+    let marker = world.home().join(".local/state/agent-box/on-outcome.json");
+    fs::create_dir_all(&marker).unwrap();
+    out.capture("session/messages/M59.txt", world, &session().arg("leases"));
+    fs::remove_dir(&marker).unwrap();
     messages_with_setup(world, out, &no_kill);
     reset(world);
     // A missing socket directory means "no server": nothing is live, and capacity and ls answer (issue 11).
