@@ -51,6 +51,7 @@ mod life;
 pub mod log;
 pub mod messages;
 pub mod notify;
+mod notify_intake;
 pub mod print;
 pub mod run;
 pub mod side;

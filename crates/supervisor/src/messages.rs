@@ -321,3 +321,23 @@ pub fn admission_taken_back(key: &str, name: &str) -> String {
         "took back the interrupted admission of queued batch '{key}' as '{name}' (nothing of it had started); it waits again"
     )
 }
+
+/// L38, IN-10: an expired intake record was reported to the notifier; `recorded` false when its row changed or was
+/// removed meanwhile (nothing was recorded).
+pub fn intake_reported(key: &str, program: &str, failed_before: u64, recorded: bool) -> String {
+    let after = match failed_before {
+        0 => String::new(),
+        1 => " after 1 failed attempt".to_owned(),
+        n => format!(" after {n} failed attempts"),
+    };
+    let note = if recorded { "" } else { "; its row changed meanwhile, nothing recorded" };
+    format!("reported the expired batch '{key}' to {program}{after}{note}")
+}
+
+/// L39, IN-10: the first failure of a streak for an expired intake record.
+pub fn intake_not_reported(key: &str, program: &str, reason: &str, next_at: i64) -> String {
+    let at = base::time::format_iso(next_at);
+    format!(
+        "could not report the expired batch '{key}': {program} {reason}; retrying from {at}, backing off up to 10 minutes (agent-box-session queue shows it pending)"
+    )
+}
