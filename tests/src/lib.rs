@@ -17,6 +17,7 @@ pub mod interrupt;
 pub mod kill;
 pub mod kill_gate;
 pub mod ops;
+pub mod postgres;
 pub mod privilege;
 pub mod property;
 pub mod sandbox;
