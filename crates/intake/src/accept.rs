@@ -69,9 +69,9 @@ pub fn accept(
     }
     let id = RecordId::new(Queue::next_seq(&listing, SystemTime::now()), &incoming.record.assignment);
     site.queue.create(&id, &incoming.record)?;
-    let alone = queued == 0 && listing.intents.is_empty();
+    let alone = site.admit_at_once && queued == 0 && listing.intents.is_empty();
     let why = if alone {
-        match admit_record(site, guard, &id, &incoming.record, Waited::Quiet) {
+        match admit_record(site, guard, &id, &incoming.record, Waited::Quiet, None) {
             Admission::Admitted(admitted) => return Ok(Accepted::Admitted(admitted)),
             Admission::Claimed { by, key } => return Ok(Accepted::Claimed { key, by }),
             Admission::Waits(Waiting::Full { used, max }) => {

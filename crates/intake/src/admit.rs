@@ -32,6 +32,18 @@ pub struct Site<'a> {
     /// The peers report of the kickoff prompt, as of now.
     pub peers: &'a dyn Fn() -> String,
     pub now: i64,
+    /// Issue 26: false on a box with a claims database, where only the supervisor admits (it takes the claim first):
+    /// webhook-spawn then only queues.
+    pub admit_at_once: bool,
+}
+
+/// Issue 26 (docs/boxes.md BX-4): the claim an admission was won with, taken before the registry lock.
+#[derive(Debug, Clone)]
+pub struct WonClaim {
+    pub life: lease::Gen,
+    pub box_label: String,
+    /// The box whose term had ended when this one took the claim over (BX-7).
+    pub taken_over_from: Option<String>,
 }
 
 impl std::fmt::Debug for Site<'_> {
@@ -46,6 +58,7 @@ pub struct Admitted {
     pub name: SessionName,
     pub harness: String,
     pub key: String,
+    pub assignment: String,
     /// Seconds since the record was accepted.
     pub waited: i64,
     /// Warnings of the start (W1 key too long, W7 filter not written), for the caller to print or log.
@@ -94,20 +107,21 @@ pub fn admit_next(site: &Site<'_>, guard: &RegistryLock) -> Admission {
             continue;
         }
         match site.queue.read(id) {
-            Ok(record) => return admit_record(site, guard, id, &record, Waited::Say),
+            Ok(record) => return admit_record(site, guard, id, &record, Waited::Say, None),
             Err(_) => continue,
         }
     }
     Admission::Empty
 }
 
-/// Admits record `id` (IN-11).
+/// Admits record `id` (IN-11), with the claim it was won with on a box with a claims database (BX-4).
 pub fn admit_record(
     site: &Site<'_>,
     guard: &RegistryLock,
     id: &RecordId,
     record: &Record,
     waited: Waited,
+    claim: Option<&WonClaim>,
 ) -> Admission {
     let key = record.key.clone();
     let failed = |why: String| Admission::Failed { key: key.clone(), why };
@@ -132,12 +146,12 @@ pub fn admit_record(
     if let Some(waiting) = capacity(site, live, &doc, &name) {
         return Admission::Waits(waiting);
     }
-    let life = lease::Gen::random();
+    let life = claim.map_or_else(lease::Gen::random, |c| c.life.clone());
     let intent = Intent { name: name.to_string(), lease_gen: life.to_string(), at: base::time::format_iso(site.now) };
     if let Err(err) = site.queue.write_intent(id, &intent) {
         return failed(format!("could not record its admission: {err}"));
     }
-    let started = start(site, guard, &mut doc, record, &name, &life, waited, id);
+    let started = start(site, guard, &mut doc, (record, id), &name, &life, waited, claim);
     match started {
         Ok(notes) => {
             let at = base::time::format_iso(site.now);
@@ -146,7 +160,8 @@ pub fn admit_record(
                 site.queue.bury(record, How::Admitted, Some(name.as_str()), &at).and_then(|()| site.queue.remove(id));
             let waited = (site.now - id.accepted_secs()).max(0);
             let harness = record.harness.clone();
-            Admission::Admitted(Box::new(Admitted { name, harness, key, waited, notes, document: doc }))
+            let assignment = record.assignment.clone();
+            Admission::Admitted(Box::new(Admitted { name, harness, key, assignment, waited, notes, document: doc }))
         }
         Err(why) => {
             let _ = site.queue.remove_intent(id);
@@ -181,11 +196,11 @@ fn start(
     site: &Site<'_>,
     guard: &RegistryLock,
     doc: &mut Document,
-    record: &Record,
+    (record, id): (&Record, &RecordId),
     name: &SessionName,
     life: &lease::Gen,
     waited: Waited,
-    id: &RecordId,
+    claim: Option<&WonClaim>,
 ) -> Result<Vec<String>, String> {
     let mut notes = Vec::new();
     if too_long(&record.name_stem) {
@@ -210,9 +225,11 @@ fn start(
         }
     };
     let waited_secs = (waited == Waited::Say).then(|| (site.now - id.accepted_secs()).max(0));
-    let prompt = session::prompt(record, name, seeded, &(site.peers)(), waited_secs);
+    let from = claim.and_then(|c| c.taken_over_from.as_deref());
+    let prompt = session::prompt(record, name, seeded, &(site.peers)(), waited_secs, from);
+    let box_label = claim.map(|c| c.box_label.as_str());
     if record.seed
-        && let Err(err) = lease_with_spawn(site, record, name, life)
+        && let Err(err) = lease_with_spawn(site, record, name, life, box_label)
     {
         unfilter();
         return Err(format!(
@@ -234,7 +251,13 @@ fn start(
 
 /// The spawn record, then the lease, in one step under the lease lock (issue 18: every lease has its spawn
 /// record), both carrying the record's key.
-fn lease_with_spawn(site: &Site<'_>, record: &Record, name: &SessionName, life: &lease::Gen) -> Result<(), String> {
+fn lease_with_spawn(
+    site: &Site<'_>,
+    record: &Record,
+    name: &SessionName,
+    life: &lease::Gen,
+    box_label: Option<&str>,
+) -> Result<(), String> {
     let own = own(record);
     let object = session::lease_object(record);
     let spawn = SpawnRecord {
@@ -244,6 +267,7 @@ fn lease_with_spawn(site: &Site<'_>, record: &Record, name: &SessionName, life: 
         object: object.as_deref(),
         count: session::count(record),
         intake: Some(&record.key),
+        claim: box_label.map(|label| (record.assignment.as_str(), label)),
     };
     site.leases.create_with_spawn(&spawn, life.clone(), site.log).map(drop).map_err(|err| err.to_string())
 }
@@ -320,7 +344,7 @@ fn finish_entry(
     life: &str,
 ) -> Option<()> {
     let seeded = filter_path(record, name).exists();
-    let prompt = session::prompt(record, name, seeded, &(site.peers)(), None);
+    let prompt = session::prompt(record, name, seeded, &(site.peers)(), None, None);
     doc.insert_new(name, session::entry(record, &prompt, life, site.now)).ok()?;
     write_document(guard, &doc).ok()
 }

@@ -394,6 +394,7 @@ fn ls_11_12_hook_log_trims_repairs_and_fixes_mode() {
         object: Some(""),
         count: parse_count("x"),
         intake: None,
+        claim: None,
     };
     assert!(matches!(fx.log().append_spawn(&record), Appended::WrittenAndTrimmed));
     let text = fs::read_to_string(&path).unwrap();
@@ -413,6 +414,7 @@ fn ls_11_12_hook_log_trims_repairs_and_fixes_mode() {
         object: Some("7"),
         count: parse_count("3"),
         intake: None,
+        claim: None,
     };
     assert!(matches!(fx.log().append_spawn(&record), Appended::Written));
     let text = fs::read_to_string(&path).unwrap();
@@ -437,6 +439,7 @@ fn ls_11_12_spawn_record_shape() {
         object: Some("4242"),
         count: Some(1),
         intake: None,
+        claim: None,
     };
     fx.log().with_clock(at_t0).append_spawn(&record);
     assert_eq!(

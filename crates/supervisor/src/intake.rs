@@ -75,10 +75,13 @@ impl Supervisor {
     fn expire(&mut self, tick: &mut Tick, listing: &Listing) -> Listing {
         let bounds = self.config.queue_bounds;
         let too_many = listing.queued.len().saturating_sub(usize::try_from(bounds.max_records).unwrap_or(usize::MAX));
+        let elsewhere: BTreeSet<String> =
+            self.claims.as_ref().map(|c| c.elsewhere.keys().cloned().collect()).unwrap_or_default();
         let due: Vec<_> = listing
             .queued
             .iter()
             .enumerate()
+            .filter(|(_, id)| !elsewhere.contains(&id.stem()))
             .filter(|(index, id)| *index < too_many || tick.now - id.accepted_secs() > bounds.max_age())
             .map(|(_, id)| id.clone())
             .collect();
@@ -108,45 +111,85 @@ impl Supervisor {
         left
     }
 
-    /// IN-11: oldest first, while a slot is free; one lock section per record.
+    /// IN-11: oldest first, while a slot is free; one lock section per record. With a claims database (issue 26,
+    /// BX-4) each record's claim is taken first, outside the lock; a record another box holds waits `elsewhere`.
     fn admit_waiting(&mut self, tick: &mut Tick, doc: &mut Document, snapshot: &BTreeSet<String>, listing: &Listing) {
+        let waiting_elsewhere = self.check_elsewhere(tick);
         for id in listing.queued.iter().filter(|id| !listing.intents.contains(id)) {
+            if waiting_elsewhere.contains(&id.stem()) {
+                continue;
+            }
             if tick.lock_refused || !self.slot_free(doc, snapshot) {
                 return;
             }
+            let claim = if self.claims.is_some() {
+                let Ok(record) = self.queue.read(id) else { continue };
+                let mut stop = false;
+                match self.claim_for(tick, id, &record, &mut stop) {
+                    Some(won) => Some(won),
+                    None if stop => return,
+                    None => continue,
+                }
+            } else {
+                None
+            };
             let admitted = self.locked(tick, |me, tick, guard| {
                 let record = me.queue.read(id).ok()?;
                 let live = me.live_in_lock(tick);
                 let peers = || peers_text(&me.config.paths, &live);
                 let site = me.site(&live, &peers, tick.now);
-                Some(admit_record(&site, guard, id, &record, Waited::Say))
+                Some(admit_record(&site, guard, id, &record, Waited::Say, claim.as_ref()))
             });
-            match admitted.flatten() {
-                Some(Admission::Admitted(admitted)) => {
-                    let waited = intake::session::waited_text(admitted.waited);
-                    self.log.line(&messages::intake_admitted(&admitted.key, &admitted.name, &waited));
-                    admitted
-                        .notes
-                        .iter()
-                        .for_each(|note| self.log.warn(&messages::admission_note(&admitted.name, note)));
-                    self.latches.intake_waiting.clear();
-                    *doc = admitted.document;
-                }
-                Some(Admission::Claimed { by, key }) => self.log.line(&messages::intake_claimed(&key, &by)),
-                Some(Admission::Waits(Waiting::Full { .. })) => return,
-                Some(Admission::Waits(Waiting::Undecided(why))) => {
-                    if self.latches.intake_waiting.raise() {
-                        self.log.warn(&messages::intake_undecided(&why));
-                    }
-                    return;
-                }
-                Some(Admission::Failed { key, why }) => {
-                    if self.latches.intake_failed.raise(&key) {
-                        self.log.error(&messages::intake_failed(&key, &why));
-                    }
-                }
-                Some(Admission::Empty) | None => {}
+            if !self.settle_admission(admitted.flatten(), doc, claim.as_ref()) {
+                return;
             }
+        }
+    }
+
+    /// What one admission step says; false when the loop stops (no slot, or nothing can be decided).
+    fn settle_admission(
+        &mut self,
+        admission: Option<Admission>,
+        doc: &mut Document,
+        claim: Option<&intake::admit::WonClaim>,
+    ) -> bool {
+        match admission {
+            Some(Admission::Admitted(admitted)) => {
+                let waited = intake::session::waited_text(admitted.waited);
+                self.log.line(&messages::intake_admitted(&admitted.key, &admitted.name, &waited));
+                admitted.notes.iter().for_each(|note| self.log.warn(&messages::admission_note(&admitted.name, note)));
+                self.latches.intake_waiting.clear();
+                if let (Some(claim), Some(state)) = (claim, self.claims.as_mut()) {
+                    state.confirmed.insert(claim.life.to_string());
+                    let held = claims::Held {
+                        assignment: admitted.assignment.clone(),
+                        name: admitted.name.to_string(),
+                        lease_gen: claim.life.to_string(),
+                        box_label: claim.box_label.clone(),
+                    };
+                    let _ = state.ledger.hold(&held);
+                }
+                *doc = admitted.document;
+                true
+            }
+            Some(Admission::Claimed { by, key }) => {
+                self.log.line(&messages::intake_claimed(&key, &by));
+                true
+            }
+            Some(Admission::Waits(Waiting::Full { .. })) => false,
+            Some(Admission::Waits(Waiting::Undecided(why))) => {
+                if self.latches.intake_waiting.raise() {
+                    self.log.warn(&messages::intake_undecided(&why));
+                }
+                false
+            }
+            Some(Admission::Failed { key, why }) => {
+                if self.latches.intake_failed.raise(&key) {
+                    self.log.error(&messages::intake_failed(&key, &why));
+                }
+                true
+            }
+            Some(Admission::Empty) | None => true,
         }
     }
 
@@ -183,6 +226,7 @@ impl Supervisor {
             live,
             peers,
             now,
+            admit_at_once: self.claims.is_none(),
         }
     }
 }

@@ -41,6 +41,7 @@
 
 mod adopt;
 pub mod backoff;
+mod boxes;
 pub mod cli;
 pub mod config;
 pub mod decide;

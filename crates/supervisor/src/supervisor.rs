@@ -107,6 +107,8 @@ pub struct Supervisor {
     /// Issue 24: the intake queue, and when its tombstones were last pruned.
     pub(crate) queue: intake::Queue,
     pub(crate) intake_pruned_at: Option<i64>,
+    /// Issue 26: the claims database and what the loop keeps of it; `None` on a box of its own.
+    pub(crate) claims: Option<crate::boxes::ClaimState>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -121,6 +123,9 @@ impl Supervisor {
         let hook_log = HookLog::new(config.paths.hook_log());
         let refusals = RefusalRecord::new(config.paths.refusal_record());
         let queue = intake::Queue::new(config.paths.queue_dir());
+        let claims = config.claims.clone().map(|claims| {
+            crate::boxes::ClaimState::new(claims, config.paths.home().to_path_buf(), config.paths.state_dir())
+        });
         Self {
             config,
             tmux,
@@ -142,6 +147,7 @@ impl Supervisor {
             notifier: crate::notify::Notifier::default(),
             queue,
             intake_pruned_at: None,
+            claims,
         }
     }
 
@@ -212,6 +218,9 @@ impl Supervisor {
             self.reap(&mut tick, &mut doc);
         }
         self.sweep(&mut tick, &doc);
+        if tick.snapshot.is_some() {
+            self.tend_claims(&mut tick);
+        }
         if let Some(snapshot) = tick.snapshot.clone() {
             self.previous_managed = snapshot.iter().filter(|n| doc.contains(n)).count();
             self.intake(&mut tick, &mut doc, &snapshot);
@@ -416,6 +425,9 @@ impl Supervisor {
             if !self.backoff_allows(tick, name) {
                 return;
             }
+        }
+        if !self.claim_allows_start(name, entry) {
+            return;
         }
         self.begin_start(tick, doc, name, entry, side);
     }

@@ -318,6 +318,7 @@ fn n_2_the_document_carries_the_hook_log_s_spawn_record_of_the_lease() {
         object: Some("612"),
         count: Some(2),
         intake: None,
+        claim: None,
     };
     let lease_gen = world.leases().create_with_spawn(&spawn, lease::Gen::random(), &world.hook_log()).unwrap();
     world.leases().mark_outcome(&name, &Outcome::Vanished, &Expect::Any).unwrap();
@@ -453,6 +454,7 @@ fn queue_old_record(world: &World, key: &str) -> intake::RecordId {
         ended_at: None,
         notified_at: None,
         notify: None,
+        elsewhere: None,
     };
     let id = intake::RecordId::new(u64::try_from(accepted).unwrap() * 1_000_000_000, &record.assignment);
     intake::Queue::new(world.state().join("queue")).create(&id, &record).unwrap();

@@ -75,7 +75,10 @@ fn row(listed: &Listed, now: i64) -> QueueRow {
     match &listed.record {
         Ok(record) => QueueRow {
             position: None,
-            state: record.outcome.clone().unwrap_or_else(|| "queued".to_owned()),
+            state: record.outcome.clone().unwrap_or_else(|| {
+                if record.elsewhere.is_some() { "elsewhere".to_owned() } else { "queued".to_owned() }
+            }),
+            box_label: record.elsewhere.clone(),
             key: record.key.clone(),
             topic: format!("{}:{}", record.source, record.routing_key),
             assignment: record.assignment.clone(),
@@ -90,6 +93,7 @@ fn row(listed: &Listed, now: i64) -> QueueRow {
         Err(reason) => QueueRow {
             position: None,
             state: "unreadable".to_owned(),
+            box_label: None,
             key: listed.id.stem(),
             topic: String::new(),
             assignment: reason.clone(),

@@ -94,6 +94,7 @@ fn placeholder_prompt(topic: &str, note: &str, claude: bool) -> String {
     let assign = format!(" [only when an event assigns an issue or PR to this box:]{}", assign_sentence());
     render(&Parts {
         waited: None,
+        taken_over: None,
         topic: &topic,
         note: &prose(note, 1000),
         assign: Some(&assign),

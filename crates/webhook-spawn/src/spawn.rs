@@ -55,6 +55,10 @@ pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read, out
             live: &live,
             peers: &peers,
             now: base::time::now_epoch(),
+            // Issue 26: with a claims database only the supervisor admits, once it holds the claim (BX-1); the
+            // variable (the installed wrappers export it) or the supervisor's marker says there is one.
+            admit_at_once: env("AGENT_BOX_CLAIMS").is_none_or(|v| v.is_empty())
+                && !intake::marker::configured(ctx.paths.state_dir()),
         };
         intake::accept(&site, guard, &plan.incoming, &plan.bounds).map_err(|err| err.to_string())
     })
@@ -195,6 +199,7 @@ fn record(
         ended_at: None,
         notified_at: None,
         notify: None,
+        elsewhere: None,
     }
 }
 
