@@ -129,6 +129,12 @@ impl QueueState {
         }
     }
 
+    /// The sessions whose spawn line (not taken back) or lease carries `key` as its intake key.
+    fn sessions_of(&self, key: &str) -> BTreeSet<&str> {
+        let spawned = self.spawned.get(key).into_iter().flatten();
+        spawned.chain(self.leased.get(key).into_iter().flatten()).map(String::as_str).collect()
+    }
+
     fn has_trace(&self, name: &str) -> bool {
         let carries = |map: &BTreeMap<String, BTreeSet<String>>| map.values().any(|names| names.contains(name));
         carries(&self.spawned) || carries(&self.leased) || self.entries.contains(name)
@@ -158,7 +164,10 @@ impl QueueState {
                 Some(name) if self.has_trace(name) => Fate::Admitted,
                 name => Fate::Lost(format!("{key}'s tombstone says admitted as {name:?}, which left no trace")),
             },
-            ([], Some(_)) => Fate::Ended,
+            ([], Some(stone)) => match self.sessions_of(key) {
+                names if names.is_empty() => Fate::Ended,
+                names => Fate::Twice(format!("{key} ended {} and is carried by {names:?}", stone.how.as_str())),
+            },
             ([], None) if self.ended_lines.contains(key) => Fate::Ended,
             ([], None) => Fate::Lost(format!("{key} is neither queued nor admitted nor ended")),
         }
@@ -327,6 +336,8 @@ mod tests {
             state.tombstones.insert(key.into(), stone(key, how, name));
         }
         state.spawned.entry("adm".into()).or_default().insert("hook-a".into());
+        state.tombstones.insert("ran".into(), stone("ran", How::Expired, None));
+        state.leased.entry("ran".into()).or_default().insert("hook-r".into());
         state.ended_lines.insert("line".into());
         state
     }
@@ -342,6 +353,7 @@ mod tests {
         assert!(matches!(state.fate("nothing"), Fate::Lost(_)));
         assert!(matches!(state.fate("two"), Fate::Twice(_)));
         assert!(matches!(state.fate("both"), Fate::Twice(_)), "queued and admitted");
+        assert!(matches!(state.fate("ran"), Fate::Twice(_)), "expired, and a session carries it");
     }
 
     #[test]
