@@ -90,7 +90,7 @@ pub enum Waited {
 pub fn admit_next(site: &Site<'_>, guard: &RegistryLock) -> Admission {
     let Ok(listing) = site.queue.list() else { return Admission::Empty };
     for id in &listing.queued {
-        if listing.intents.contains(id) {
+        if listing.in_progress(id) {
             continue;
         }
         match site.queue.read(id) {
@@ -248,22 +248,25 @@ fn lease_with_spawn(site: &Site<'_>, record: &Record, name: &SessionName, life: 
     site.leases.create_with_spawn(&spawn, life.clone(), site.log).map(drop).map_err(|err| err.to_string())
 }
 
-/// What [`recover`] did with one interrupted admission.
+/// What [`recover`] did with one interrupted admission or end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recovered {
     /// The session had been made (its lease or entry is there): the admission was finished.
     Finished { key: String, name: String },
     /// Nothing of the session was made: the record waits again; an orphan spawn record got its end record.
     TakenBack { key: String, name: String },
+    /// An end (claimed, expired, removed) was begun: it was finished, its end record written again.
+    Ended { key: String, how: How },
     /// The record was already gone; only its intent was left.
     Cleared,
 }
 
 /// Finishes or takes back every admission a crash interrupted (IN-12), under `guard`: an intent whose lease (or,
-/// unseeded, entry) exists is rolled forward; one whose session was never made is rolled back.
+/// unseeded, entry) exists is rolled forward; one whose session was never made is rolled back. Every end that
+/// was begun is finished.
 pub fn recover(site: &Site<'_>, guard: &RegistryLock) -> Vec<Recovered> {
     let Ok(listing) = site.queue.list() else { return Vec::new() };
-    let mut done = Vec::new();
+    let mut done = recover_ends(site, &listing);
     for id in &listing.intents {
         let record = site.queue.read(id);
         let intent = site.queue.read_intent(id);
@@ -275,6 +278,25 @@ pub fn recover(site: &Site<'_>, guard: &RegistryLock) -> Vec<Recovered> {
             continue;
         };
         done.extend(recover_one(site, guard, id, &record, &intent));
+    }
+    done
+}
+
+/// IN-12: a record with an end intent is ended as the intent says (its end record was announced, or was about
+/// to be: it must not be admitted now); an end intent without its record only goes.
+fn recover_ends(site: &Site<'_>, listing: &crate::queue::Listing) -> Vec<Recovered> {
+    let mut done = Vec::new();
+    for id in &listing.ends {
+        if !listing.queued.contains(id) {
+            if site.queue.remove_end(id).is_ok() {
+                done.push(Recovered::Cleared);
+            }
+            continue;
+        }
+        let (Ok(record), Some(intent)) = (site.queue.read(id), site.queue.read_end(id)) else { continue };
+        if end(site.queue, site.log, id, &record, intent.how, site.now, intent.by.as_deref()).is_ok() {
+            done.push(Recovered::Ended { key: record.key.clone(), how: intent.how });
+        }
     }
     done
 }

@@ -71,11 +71,30 @@ pub struct Intent {
     pub at: String,
 }
 
+/// The end in progress of a record leaving the queue without a session (IN-8, IN-12): written before its end line,
+/// removed with the record, so that the next tick finishes an end a crash interrupted instead of admitting the
+/// record after its end was announced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndIntent {
+    pub how: How,
+    pub by: Option<String>,
+    pub at: String,
+}
+
 /// What a listing of the queue directory found, each list in order of acceptance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
     pub queued: Vec<RecordId>,
     pub intents: Vec<RecordId>,
+    /// Records whose end was begun (`<stem>.end`).
+    pub ends: Vec<RecordId>,
+}
+
+impl Listing {
+    /// Whether `id` is being admitted or ended: neither admitted nor joined nor expired as a plain queued record.
+    pub fn in_progress(&self, id: &RecordId) -> bool {
+        self.intents.contains(id) || self.ends.contains(id)
+    }
 }
 
 /// A record file that exists but does not read as a record.
@@ -105,6 +124,10 @@ impl Queue {
         self.dir.join(format!("{}.admit", id.stem()))
     }
 
+    fn end_path(&self, id: &RecordId) -> PathBuf {
+        self.dir.join(format!("{}.end", id.stem()))
+    }
+
     pub fn ended_dir(&self) -> PathBuf {
         self.dir.join("ended")
     }
@@ -129,11 +152,13 @@ impl Queue {
             match (RecordId::parse(&stem), ext.as_str()) {
                 (Some(id), "json") => listing.queued.push(id),
                 (Some(id), "admit") => listing.intents.push(id),
+                (Some(id), "end") => listing.ends.push(id),
                 _ => {}
             }
         }
         listing.queued.sort();
         listing.intents.sort();
+        listing.ends.sort();
         Ok(listing)
     }
 
@@ -179,7 +204,8 @@ impl Queue {
     /// the names keep the order in which the records were accepted under the lock.
     pub fn next_seq(listing: &Listing, now: SystemTime) -> u64 {
         let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        let newest = listing.queued.iter().chain(&listing.intents).map(|id| id.seq).max().unwrap_or(0);
+        let newest =
+            listing.queued.iter().chain(&listing.intents).chain(&listing.ends).map(|id| id.seq).max().unwrap_or(0);
         now.max(newest.saturating_add(1))
     }
 
@@ -200,10 +226,11 @@ impl Queue {
         registry::write_atomic(&path, &document(record)).map(drop).map_err(|err| IntakeError::write(&path, err))
     }
 
-    /// Removes a queued record and its intent, durably.
+    /// Removes a queued record and its intents (admission, end), durably.
     pub fn remove(&self, id: &RecordId) -> io::Result<()> {
         registry::remove_durable(&self.record_path(id))?;
-        registry::remove_durable(&self.intent_path(id))
+        registry::remove_durable(&self.intent_path(id))?;
+        registry::remove_durable(&self.end_path(id))
     }
 
     /// Keeps an ended record for the operator under `ended/` (IN-10), durably.
@@ -227,6 +254,20 @@ impl Queue {
 
     pub fn remove_intent(&self, id: &RecordId) -> io::Result<()> {
         registry::remove_durable(&self.intent_path(id))
+    }
+
+    /// Records that `id` is being ended as `intent.how`, durably, before anything of the end is written.
+    pub fn write_end(&self, id: &RecordId, intent: &EndIntent) -> io::Result<()> {
+        let bytes = serde_json::to_vec(intent).map_err(io::Error::other)?;
+        registry::write_atomic(&self.end_path(id), &bytes).map(drop)
+    }
+
+    pub fn read_end(&self, id: &RecordId) -> Option<EndIntent> {
+        fs::read(self.end_path(id)).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    }
+
+    pub fn remove_end(&self, id: &RecordId) -> io::Result<()> {
+        registry::remove_durable(&self.end_path(id))
     }
 
     /// The tombstone of `key`, if one was written within the redelivery window (an older one not yet pruned is
@@ -311,7 +352,7 @@ mod tests {
 
     #[test]
     fn stamps_only_grow() {
-        let listing = Listing { queued: vec![RecordId::new(u64::from(u32::MAX) * 1000, "a")], intents: vec![] };
+        let listing = Listing { queued: vec![RecordId::new(u64::from(u32::MAX) * 1000, "a")], ..Listing::default() };
         assert_eq!(Queue::next_seq(&listing, UNIX_EPOCH), u64::from(u32::MAX) * 1000 + 1);
         let later = UNIX_EPOCH + Duration::from_secs(2_000_000_000);
         assert_eq!(Queue::next_seq(&listing, later), 2_000_000_000 * 1_000_000_000);

@@ -40,10 +40,10 @@ impl Supervisor {
             }
         };
         self.prune_tombstones(tick.now);
-        if listing.queued.is_empty() && listing.intents.is_empty() {
+        if listing.queued.is_empty() && listing.intents.is_empty() && listing.ends.is_empty() {
             return;
         }
-        if !listing.intents.is_empty() && !tick.lock_refused {
+        if !(listing.intents.is_empty() && listing.ends.is_empty()) && !tick.lock_refused {
             self.locked(tick, |me, tick, guard| me.recover_locked(tick, guard));
         }
         let listing = self.expire(tick, &listing);
@@ -66,6 +66,7 @@ impl Supervisor {
             match recovered {
                 Recovered::Finished { key, name } => self.log.line(&messages::admission_finished(&key, &name)),
                 Recovered::TakenBack { key, name } => self.log.warn(&messages::admission_taken_back(&key, &name)),
+                Recovered::Ended { key, how } => self.log.warn(&messages::end_finished(&key, how.as_str())),
                 Recovered::Cleared => {}
             }
         }
@@ -80,6 +81,8 @@ impl Supervisor {
             .iter()
             .enumerate()
             .filter(|(index, id)| *index < too_many || tick.now - id.accepted_secs() > bounds.max_age())
+            // A record being admitted may already be a session (IN-12): its recovery, not its expiry, ends it.
+            .filter(|(_, id)| !listing.intents.contains(id))
             .map(|(_, id)| id.clone())
             .collect();
         if due.is_empty() || tick.lock_refused {
@@ -110,7 +113,7 @@ impl Supervisor {
 
     /// IN-11: oldest first, while a slot is free; one lock section per record.
     fn admit_waiting(&mut self, tick: &mut Tick, doc: &mut Document, snapshot: &BTreeSet<String>, listing: &Listing) {
-        for id in listing.queued.iter().filter(|id| !listing.intents.contains(id)) {
+        for id in listing.queued.iter().filter(|id| !listing.in_progress(id)) {
             if tick.lock_refused || !self.slot_free(doc, snapshot) {
                 return;
             }

@@ -321,3 +321,8 @@ pub fn admission_taken_back(key: &str, name: &str) -> String {
         "took back the interrupted admission of queued batch '{key}' as '{name}' (nothing of it had started); it waits again"
     )
 }
+
+/// L38, IN-12: an end (claimed, expired, removed) a crash interrupted, finished.
+pub fn end_finished(key: &str, how: &str) -> String {
+    format!("finished the interrupted end of queued batch '{key}' ({how}); its end record is written again")
+}
