@@ -71,6 +71,8 @@ impl Totals {
             (&mut sum.intents, found.intents),
             (&mut sum.finished, found.finished),
             (&mut sum.taken_back, found.taken_back),
+            (&mut sum.end_intents, found.end_intents),
+            (&mut sum.ends_finished, found.ends_finished),
             (&mut sum.unresolved, found.unresolved),
             (&mut sum.supervisor_kills, found.supervisor_kills),
         ] {
@@ -151,8 +153,8 @@ fn queue_lines(q: &QueueFindings, lost: u64) -> String {
     format!(
         "queue box ({SLOTS} slots, at most {QUEUE_MAX} queued): acknowledged {acked} ({}); their delivery ids after \
          the remount and one tick: {} queued, {} admitted, {} ended\n\
-         queue box: lost {lost}, duplicated {}; interrupted admissions {} (finished {}, taken back {}), left \
-         unresolved {}; supervisor SIGKILLed {} times\n",
+         queue box: lost {lost}, duplicated {}; interrupted admissions {} (finished {}, taken back {}), interrupted \
+         ends {} (finished {}), left unresolved {}; supervisor SIGKILLed {} times\n",
         by.join(", "),
         q.queued,
         q.admitted,
@@ -161,6 +163,8 @@ fn queue_lines(q: &QueueFindings, lost: u64) -> String {
         q.intents,
         q.finished,
         q.taken_back,
+        q.end_intents,
+        q.ends_finished,
         q.unresolved,
         q.supervisor_kills
     )

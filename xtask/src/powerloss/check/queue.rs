@@ -37,7 +37,10 @@ pub struct QueueFindings {
     pub intents: u64,
     pub finished: u64,
     pub taken_back: u64,
-    /// Intents still there after the tick (IN-12 broken).
+    /// End intents found after the remount, and the ends the tick finished.
+    pub end_intents: u64,
+    pub ends_finished: u64,
+    /// Intents (admission or end) still there after the tick (IN-12 broken).
     pub unresolved: u64,
     pub supervisor_kills: u64,
     /// One line per broken promise (a key twice, an intent left, an admission without a trace).
@@ -50,6 +53,7 @@ pub struct QueueState {
     /// Key → the records (file stems) that hold it.
     records: BTreeMap<String, Vec<String>>,
     intents: Vec<String>,
+    ends: Vec<String>,
     tombstones: BTreeMap<String, Tombstone>,
     /// Intake key → the sessions whose spawn line carries it and that were not taken back (`refused`).
     spawned: BTreeMap<String, BTreeSet<String>>,
@@ -77,6 +81,10 @@ impl QueueState {
                 "admit" => match parse::<Value>(&path) {
                     Ok(intent) if intent["name"].is_string() && intent["gen"].is_string() => state.intents.push(stem),
                     _ => found.corrupt.push(format!("admission intent {} does not parse", path.display())),
+                },
+                "end" => match parse::<Value>(&path) {
+                    Ok(intent) if intent["how"].is_string() && intent["at"].is_string() => state.ends.push(stem),
+                    _ => found.corrupt.push(format!("end intent {} does not parse", path.display())),
                 },
                 _ => {}
             }
@@ -192,18 +200,20 @@ pub fn check_queue_box(world: &World, acks: &[QueueAck], lazyfs: Option<u32>, fo
     let qbox = &world.queue;
     let before = QueueState::read(&qbox.paths, &super::hook_log(&qbox.paths.hook_log(), found), found);
     found.queue.intents = before.intents.len() as u64;
+    found.queue.end_intents = before.ends.len() as u64;
     match tick_once(world, lazyfs) {
         Ok(log) => {
             found.queue.finished = log.matches("finished the interrupted admission").count() as u64;
             found.queue.taken_back = log.matches("took back the interrupted admission").count() as u64;
+            found.queue.ends_finished = log.matches("finished the interrupted end").count() as u64;
         }
         Err(why) => found.queue.broken.push(format!("the tick after the remount did not run: {why}")),
     }
     let log = super::hook_log(&qbox.paths.hook_log(), found);
     let after = QueueState::read(&qbox.paths, &log, found);
-    for intent in &after.intents {
+    for (intent, what) in after.intents.iter().map(|i| (i, "admission")).chain(after.ends.iter().map(|i| (i, "end"))) {
         found.queue.unresolved += 1;
-        found.queue.broken.push(format!("the admission intent {intent} is still there after a tick (IN-12)"));
+        found.queue.broken.push(format!("the {what} intent {intent} is still there after a tick (IN-12)"));
     }
     judge(&after, acks, Kind::Queue, found);
 }
