@@ -112,7 +112,7 @@ fn intent(world: &World, id: &RecordId) {
 
 // IN-12, the last row: an end line written, its tombstones not: the next tick ends the record again.
 #[test]
-fn in_12_an_end_interrupted_after_its_end_line_is_finished_by_the_next_recovery() {
+fn an_end_interrupted_after_its_end_line_is_finished_by_the_next_recovery() {
     let world = World::new();
     let id = world.queued("d-1", 1);
     let record = world.queue.read(&id).unwrap();
@@ -132,7 +132,7 @@ fn in_12_an_end_interrupted_after_its_end_line_is_finished_by_the_next_recovery(
 
 // IN-9 with IN-12: the oldest record past the count is expired, unless it is being admitted.
 #[test]
-fn in_9_a_batch_past_the_count_does_not_expire_a_record_being_admitted() {
+fn a_batch_past_the_count_does_not_expire_a_record_being_admitted() {
     let world = World::new();
     let admitting = world.queued("d-1", 1);
     intent(&world, &admitting);
@@ -148,7 +148,7 @@ fn in_9_a_batch_past_the_count_does_not_expire_a_record_being_admitted() {
 // IN-5 with IN-12: a batch of the same assignment is not appended to a record being admitted (its session may
 // already have its prompt); it waits as a record of its own.
 #[test]
-fn in_5_a_batch_for_a_record_being_admitted_becomes_a_record_of_its_own() {
+fn a_batch_for_a_record_being_admitted_becomes_a_record_of_its_own() {
     let world = World::new();
     let admitting = world.queued("d-1", 1);
     intent(&world, &admitting);
