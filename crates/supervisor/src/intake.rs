@@ -43,7 +43,8 @@ impl Supervisor {
         if listing.queued.is_empty() && listing.intents.is_empty() && listing.ends.is_empty() {
             return;
         }
-        if !(listing.intents.is_empty() && listing.ends.is_empty()) && !tick.lock_refused {
+        let in_progress = !listing.intents.is_empty() || !listing.ends.is_empty();
+        if in_progress && !tick.lock_refused {
             self.locked(tick, |me, tick, guard| me.recover_locked(tick, guard));
         }
         let expired = self.expire(tick, &listing);
