@@ -314,7 +314,9 @@ fn recover_one(
     let lease_made =
         matches!(site.leases.read(&name), LeaseState::Present(l) if l.gen_value() == Some(&intent.lease_gen));
     let entry_made = doc.entry(name.as_str()).is_some_and(|e| e.life() == Some(intent.lease_gen.as_str()));
-    let ended = logged_after(site.log, &name, &intent.at, "end");
+    // An end that is not `refused`: the session ran and ended. A `refused` one is the admission giving up (its
+    // lease could not be written) before it could remove its intent: nothing ran, so it is taken back.
+    let ended = logged_after(site.log, &name, &intent.at, "end", |how| how != Some("refused"));
     if lease_made || entry_made || ended {
         if lease_made && !entry_made && !ended {
             finish_entry(site, guard, doc, record, &name, &intent.lease_gen)?;
@@ -324,7 +326,7 @@ fn recover_one(
         site.queue.remove(id).ok()?;
         return Some(Recovered::Finished { key, name: name.to_string() });
     }
-    if logged_after(site.log, &name, &intent.at, "spawn") {
+    if logged_after(site.log, &name, &intent.at, "spawn", |_| true) {
         drop(site.log.append_end(&name, &EndHow::Refused, None));
     }
     let _ = std::fs::remove_file(filter_path(record, &name));
@@ -347,15 +349,22 @@ fn finish_entry(
     write_document(guard, &doc).ok()
 }
 
-/// Whether the hook log holds a `what` line of `name` written no earlier than `since` (the log is bounded, so
-/// this reads at most its 400 lines).
-fn logged_after(log: &HookLog, name: &SessionName, since: &str, what: &str) -> bool {
+/// Whether the hook log holds a `what` line of `name` written no earlier than `since` whose `how` satisfies `how`
+/// (the log is bounded, so this reads at most its 400 lines).
+fn logged_after(
+    log: &HookLog,
+    name: &SessionName,
+    since: &str,
+    what: &str,
+    how: impl Fn(Option<&str>) -> bool,
+) -> bool {
     let Ok(lines) = log.tail(lease::TRIM_ABOVE_LINES + 1) else { return false };
     lines.iter().any(|line| match line {
         LogLine::Parsed(value) => {
             value.get("what").and_then(Value::as_str) == Some(what)
                 && value.get("name").and_then(Value::as_str) == Some(name.as_str())
                 && value.get("at").and_then(Value::as_str).is_some_and(|at| at >= since)
+                && how(value.get("how").and_then(Value::as_str))
         }
         LogLine::Raw(_) => false,
     })

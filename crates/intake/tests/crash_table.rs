@@ -159,6 +159,32 @@ fn a_batch_for_a_record_being_admitted_becomes_a_record_of_its_own() {
     assert_eq!(world.queue.list().unwrap().queued.len(), 2);
 }
 
+// IN-12: an admission whose lease write failed logged its spawn line and a `refused` end, then was killed before
+// it removed its intent; nothing of the session ran, so the next tick takes it back instead of finishing it.
+#[test]
+fn an_admission_refused_before_its_intent_went_is_taken_back_not_finished() {
+    let world = World::new();
+    let id = world.queued("d-1", 1);
+    let name = base::SessionName::parse("hook-acme-x-1a2b").unwrap();
+    let at = base::time::format_iso(NOW - 10);
+    let intent = Intent { name: name.to_string(), lease_gen: lease::Gen::random().to_string(), at };
+    world.queue.write_intent(&id, &intent).unwrap();
+    let spawn = lease::SpawnRecord {
+        name: &name,
+        topic: "github:acme/x",
+        event: "issues",
+        object: Some("7"),
+        count: Some(1),
+        intake: Some("d-1"),
+    };
+    assert!(matches!(world.log.append_spawn(&spawn), lease::Appended::Written));
+    assert!(matches!(world.log.append_end(&name, &lease::EndHow::Refused, None), lease::Appended::Written));
+    let done = world.locked(recover);
+    assert_eq!(done, [Recovered::TakenBack { key: "d-1".into(), name: name.to_string() }]);
+    assert_eq!(world.queue.list().unwrap().queued, std::slice::from_ref(&id), "the record waits again");
+    assert_eq!(world.queue.tombstone("d-1", SystemTime::now()), None);
+}
+
 #[test]
 fn an_end_intent_without_its_record_only_goes() {
     let world = World::new();
