@@ -60,7 +60,10 @@ pub fn accept(
         return Ok(joined);
     }
     let mut queued = listing.queued.len();
-    for oldest in listing.queued.iter().take(excess(queued, bounds)) {
+    // A record being admitted may already be a session (a crash after its lease, IN-12): the next tick finishes
+    // it, so it is not the one to expire.
+    let expirable = listing.queued.iter().filter(|id| !listing.intents.contains(id));
+    for oldest in expirable.take(excess(queued, bounds)) {
         if let Ok(record) = site.queue.read(oldest) {
             end(site.queue, site.log, oldest, &record, How::Expired, site.now, None)
                 .map_err(|err| IntakeError::write(site.queue.dir(), err))?;
@@ -112,7 +115,10 @@ fn seen_before(site: &Site<'_>, incoming: &Incoming) -> Option<Accepted> {
 /// IN-5: the queued record of the same assignment takes the batch (or already holds its keys: a duplicate).
 fn join_queued(site: &Site<'_>, listing: &Listing, incoming: &Incoming) -> Result<Option<Accepted>, IntakeError> {
     let assignment = &incoming.record.assignment;
-    for (index, id) in listing.queued.iter().enumerate().filter(|(_, id)| id.is_for(assignment)) {
+    // A record being admitted or ended takes no more batches: its session may already have its prompt, or its end
+    // be announced (IN-12); the batch becomes a record of its own.
+    let joinable = |id: &RecordId| id.is_for(assignment) && !listing.in_progress(id);
+    for (index, id) in listing.queued.iter().enumerate().filter(|(_, id)| joinable(id)) {
         let Ok(mut record) = site.queue.read(id) else { continue };
         if record.assignment != *assignment {
             continue;

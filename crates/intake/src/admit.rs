@@ -103,7 +103,7 @@ pub enum Waited {
 pub fn admit_next(site: &Site<'_>, guard: &RegistryLock) -> Admission {
     let Ok(listing) = site.queue.list() else { return Admission::Empty };
     for id in &listing.queued {
-        if listing.intents.contains(id) {
+        if listing.in_progress(id) {
             continue;
         }
         match site.queue.read(id) {
@@ -272,22 +272,25 @@ fn lease_with_spawn(
     site.leases.create_with_spawn(&spawn, life.clone(), site.log).map(drop).map_err(|err| err.to_string())
 }
 
-/// What [`recover`] did with one interrupted admission.
+/// What [`recover`] did with one interrupted admission or end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recovered {
     /// The session had been made (its lease or entry is there): the admission was finished.
     Finished { key: String, name: String },
     /// Nothing of the session was made: the record waits again; an orphan spawn record got its end record.
     TakenBack { key: String, name: String },
+    /// An end (claimed, expired, removed) was begun: it was finished, its end record written again.
+    Ended { key: String, how: How },
     /// The record was already gone; only its intent was left.
     Cleared,
 }
 
 /// Finishes or takes back every admission a crash interrupted (IN-12), under `guard`: an intent whose lease (or,
-/// unseeded, entry) exists is rolled forward; one whose session was never made is rolled back.
+/// unseeded, entry) exists is rolled forward; one whose session was never made is rolled back. Every end that
+/// was begun is finished.
 pub fn recover(site: &Site<'_>, guard: &RegistryLock) -> Vec<Recovered> {
     let Ok(listing) = site.queue.list() else { return Vec::new() };
-    let mut done = Vec::new();
+    let mut done = recover_ends(site, &listing);
     for id in &listing.intents {
         let record = site.queue.read(id);
         let intent = site.queue.read_intent(id);
@@ -299,6 +302,25 @@ pub fn recover(site: &Site<'_>, guard: &RegistryLock) -> Vec<Recovered> {
             continue;
         };
         done.extend(recover_one(site, guard, id, &record, &intent));
+    }
+    done
+}
+
+/// IN-12: a record with an end intent is ended as the intent says (its end record was announced, or was about
+/// to be: it must not be admitted now); an end intent without its record only goes.
+fn recover_ends(site: &Site<'_>, listing: &crate::queue::Listing) -> Vec<Recovered> {
+    let mut done = Vec::new();
+    for id in &listing.ends {
+        if !listing.queued.contains(id) {
+            if site.queue.remove_end(id).is_ok() {
+                done.push(Recovered::Cleared);
+            }
+            continue;
+        }
+        let (Ok(record), Some(intent)) = (site.queue.read(id), site.queue.read_end(id)) else { continue };
+        if end(site.queue, site.log, id, &record, intent.how, site.now, intent.by.as_deref()).is_ok() {
+            done.push(Recovered::Ended { key: record.key.clone(), how: intent.how });
+        }
     }
     done
 }
@@ -316,7 +338,9 @@ fn recover_one(
     let lease_made =
         matches!(site.leases.read(&name), LeaseState::Present(l) if l.gen_value() == Some(&intent.lease_gen));
     let entry_made = doc.entry(name.as_str()).is_some_and(|e| e.life() == Some(intent.lease_gen.as_str()));
-    let ended = logged_after(site.log, &name, &intent.at, "end");
+    // An end that is not `refused`: the session ran and ended. A `refused` one is the admission giving up (its
+    // lease could not be written) before it could remove its intent: nothing ran, so it is taken back.
+    let ended = logged_after(site.log, &name, &intent.at, "end", |how| how != Some("refused"));
     if lease_made || entry_made || ended {
         if lease_made && !entry_made && !ended {
             finish_entry(site, guard, doc, record, &name, &intent.lease_gen)?;
@@ -326,7 +350,7 @@ fn recover_one(
         site.queue.remove(id).ok()?;
         return Some(Recovered::Finished { key, name: name.to_string() });
     }
-    if logged_after(site.log, &name, &intent.at, "spawn") {
+    if logged_after(site.log, &name, &intent.at, "spawn", |_| true) {
         drop(site.log.append_end(&name, &EndHow::Refused, None));
     }
     let _ = std::fs::remove_file(filter_path(record, &name));
@@ -349,15 +373,22 @@ fn finish_entry(
     write_document(guard, &doc).ok()
 }
 
-/// Whether the hook log holds a `what` line of `name` written no earlier than `since` (the log is bounded, so
-/// this reads at most its 400 lines).
-fn logged_after(log: &HookLog, name: &SessionName, since: &str, what: &str) -> bool {
+/// Whether the hook log holds a `what` line of `name` written no earlier than `since` whose `how` satisfies `how`
+/// (the log is bounded, so this reads at most its 400 lines).
+fn logged_after(
+    log: &HookLog,
+    name: &SessionName,
+    since: &str,
+    what: &str,
+    how: impl Fn(Option<&str>) -> bool,
+) -> bool {
     let Ok(lines) = log.tail(lease::TRIM_ABOVE_LINES + 1) else { return false };
     lines.iter().any(|line| match line {
         LogLine::Parsed(value) => {
             value.get("what").and_then(Value::as_str) == Some(what)
                 && value.get("name").and_then(Value::as_str) == Some(name.as_str())
                 && value.get("at").and_then(Value::as_str).is_some_and(|at| at >= since)
+                && how(value.get("how").and_then(Value::as_str))
         }
         LogLine::Raw(_) => false,
     })

@@ -1,15 +1,15 @@
 //! The supervisor's side of the intake queue (issue 24, docs/intake.md IN-11…IN-13): each tick, after the reap
 //! and the sweeps and before the per-entry decisions (so a record admitted now is started in the same tick), it
 //! finishes admissions a crash interrupted, ends records past the queue's bounds, and admits records oldest first
-//! while a slot is free, one registry-lock section per record. A tick with nothing to do costs one directory
-//! listing; a full box takes no lock.
+//! while a slot is free, one registry-lock section per record. A tick with nothing to do costs one `stat` of the
+//! queue directory (its listing is kept while the directory is unchanged, Q14); a full box takes no lock.
 
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
 use agent_box_types::intake::How;
 use intake::admit::{Admission, Recovered, Site, Waited, Waiting, admit_record, recover};
-use intake::queue::Listing;
+use intake::queue::{Listing, RecordId};
 use registry::capacity::{Mode, admit, read_limit};
 use registry::{Document, RegistryLock};
 
@@ -25,7 +25,7 @@ const ONE_MORE: &str = "hook-?";
 impl Supervisor {
     /// The intake step of one tick; `doc` becomes the registry as the admissions left it.
     pub(crate) fn intake(&mut self, tick: &mut Tick, doc: &mut Document, snapshot: &BTreeSet<String>) {
-        let listing = match self.queue.list() {
+        let listing = match self.queue.list_cached(&mut self.queue_cache, SystemTime::now()) {
             Ok(listing) => {
                 if self.latches.queue_unreadable.clear() {
                     self.log.line(messages::QUEUE_READABLE_AGAIN);
@@ -40,14 +40,15 @@ impl Supervisor {
             }
         };
         self.prune_tombstones(tick.now);
-        if listing.queued.is_empty() && listing.intents.is_empty() {
+        if listing.queued.is_empty() && listing.intents.is_empty() && listing.ends.is_empty() {
             return;
         }
-        if !listing.intents.is_empty() && !tick.lock_refused {
+        let in_progress = !listing.intents.is_empty() || !listing.ends.is_empty();
+        if in_progress && !tick.lock_refused {
             self.locked(tick, |me, tick, guard| me.recover_locked(tick, guard));
         }
-        let listing = self.expire(tick, &listing);
-        self.admit_waiting(tick, doc, snapshot, &listing);
+        let expired = self.expire(tick, &listing);
+        self.admit_waiting(tick, doc, snapshot, &listing, &expired);
     }
 
     fn prune_tombstones(&mut self, now: i64) {
@@ -66,13 +67,15 @@ impl Supervisor {
             match recovered {
                 Recovered::Finished { key, name } => self.log.line(&messages::admission_finished(&key, &name)),
                 Recovered::TakenBack { key, name } => self.log.warn(&messages::admission_taken_back(&key, &name)),
+                Recovered::Ended { key, how } => self.log.warn(&messages::end_finished(&key, how.as_str())),
                 Recovered::Cleared => {}
             }
         }
     }
 
-    /// IN-9: records older than the maximum age, and the oldest ones past the maximum count, end `expired`.
-    fn expire(&mut self, tick: &mut Tick, listing: &Listing) -> Listing {
+    /// IN-9: records older than the maximum age, and the oldest ones past the maximum count, end `expired`; the
+    /// ones that did.
+    fn expire(&mut self, tick: &mut Tick, listing: &Listing) -> Vec<RecordId> {
         let bounds = self.config.queue_bounds;
         let too_many = listing.queued.len().saturating_sub(usize::try_from(bounds.max_records).unwrap_or(usize::MAX));
         let elsewhere: BTreeSet<String> =
@@ -83,39 +86,44 @@ impl Supervisor {
             .enumerate()
             .filter(|(_, id)| !elsewhere.contains(&id.stem()))
             .filter(|(index, id)| *index < too_many || tick.now - id.accepted_secs() > bounds.max_age())
+            // A record being admitted may already be a session (IN-12): its recovery, not its expiry, ends it.
+            .filter(|(_, id)| !listing.intents.contains(id))
             .map(|(_, id)| id.clone())
             .collect();
         if due.is_empty() || tick.lock_refused {
-            return listing.clone();
+            return Vec::new();
         }
-        let ended = self
-            .locked(tick, |me, tick, _| {
-                let mut ended = Vec::new();
-                for id in &due {
-                    let Ok(record) = me.queue.read(id) else { continue };
-                    let result = intake::end::end(&me.queue, &me.hook_log, id, &record, How::Expired, tick.now, None);
-                    match result {
-                        Ok(()) => {
-                            let waited = intake::session::waited_text(tick.now - id.accepted_secs());
-                            me.log.warn(&messages::intake_expired(&record.key, &record.assignment, &waited));
-                            ended.push(id.clone());
-                        }
-                        Err(err) => me.log.error(&messages::intake_not_ended(&record.key, &err)),
+        self.locked(tick, |me, tick, _| {
+            let mut ended = Vec::new();
+            for id in &due {
+                let Ok(record) = me.queue.read(id) else { continue };
+                let result = intake::end::end(&me.queue, &me.hook_log, id, &record, How::Expired, tick.now, None);
+                match result {
+                    Ok(()) => {
+                        let waited = intake::session::waited_text(tick.now - id.accepted_secs());
+                        me.log.warn(&messages::intake_expired(&record.key, &record.assignment, &waited));
+                        ended.push(id.clone());
                     }
+                    Err(err) => me.log.error(&messages::intake_not_ended(&record.key, &err)),
                 }
-                ended
-            })
-            .unwrap_or_default();
-        let mut left = listing.clone();
-        left.queued.retain(|id| !ended.contains(id));
-        left
+            }
+            ended
+        })
+        .unwrap_or_default()
     }
 
     /// IN-11: oldest first, while a slot is free; one lock section per record. With a claims database (issue 26,
     /// BX-4) each record's claim is taken first, outside the lock; a record another box holds waits `elsewhere`.
-    fn admit_waiting(&mut self, tick: &mut Tick, doc: &mut Document, snapshot: &BTreeSet<String>, listing: &Listing) {
+    fn admit_waiting(
+        &mut self,
+        tick: &mut Tick,
+        doc: &mut Document,
+        snapshot: &BTreeSet<String>,
+        listing: &Listing,
+        expired: &[RecordId],
+    ) {
         let waiting_elsewhere = self.check_elsewhere(tick);
-        for id in listing.queued.iter().filter(|id| !listing.intents.contains(id)) {
+        for id in listing.queued.iter().filter(|id| !listing.in_progress(id) && !expired.contains(id)) {
             if waiting_elsewhere.contains(&id.stem()) {
                 continue;
             }

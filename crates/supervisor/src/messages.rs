@@ -375,3 +375,8 @@ pub fn intake_elsewhere_done(key: &str, by: &str) -> String {
 pub fn claims_marker_failed(err: &std::io::Error) -> String {
     format!("cannot write the claims marker ({err}); webhook-spawn cannot tell that only this supervisor may admit")
 }
+
+/// L46, IN-12: an end (claimed, expired, removed) a crash interrupted, finished.
+pub fn end_finished(key: &str, how: &str) -> String {
+    format!("finished the interrupted end of queued batch '{key}' ({how}); its end record is written again")
+}

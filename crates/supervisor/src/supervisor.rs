@@ -106,6 +106,8 @@ pub struct Supervisor {
     pub(crate) notifier: crate::notify::Notifier,
     /// Issue 24: the intake queue, and when its tombstones were last pruned.
     pub(crate) queue: intake::Queue,
+    /// The queue's last listing, kept while its directory is unchanged (Q14).
+    pub(crate) queue_cache: intake::queue::ListingCache,
     pub(crate) intake_pruned_at: Option<i64>,
     /// Issue 26: the claims database and what the loop keeps of it; `None` on a box of its own.
     pub(crate) claims: Option<crate::boxes::ClaimState>,
@@ -146,6 +148,7 @@ impl Supervisor {
             wake_installed_on: None,
             notifier: crate::notify::Notifier::default(),
             queue,
+            queue_cache: intake::queue::ListingCache::default(),
             intake_pruned_at: None,
             claims,
         }

@@ -9,6 +9,7 @@ mod check;
 mod faults;
 mod ledger;
 mod mount;
+mod qbox;
 mod report;
 mod round;
 mod world;
