@@ -2,6 +2,7 @@
 
 mod audit;
 mod boxes;
+mod boxes_cli;
 mod chaos;
 mod envstore;
 mod faults;

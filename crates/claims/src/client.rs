@@ -73,26 +73,31 @@ impl Claims {
         })
     }
 
-    /// The password: the env store's `PGPASSWORD`, else the passfile's line for this connection, else none.
     fn password(&self) -> Option<Vec<u8>> {
-        let store = registry::envstore::store_path(&self.home);
-        if let Ok(Some(values)) = registry::envstore::read(&store)
-            && let Some((_, value)) = values.pairs().into_iter().find(|(k, _)| k == PASSWORD_KEY)
-        {
-            return Some(value);
-        }
-        let client = self.config.client(None).ok()?;
-        let host = match client.get_hosts().first() {
-            Some(postgres::config::Host::Tcp(name)) => name.clone(),
-            Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
-            None => "localhost".to_owned(),
-        };
-        let port = client.get_ports().first().map_or_else(|| "5432".to_owned(), |p| p.to_string());
-        let user = client.get_user().map(str::to_owned).or_else(registry::paths::passwd_name).unwrap_or_default();
-        let dbname = client.get_dbname().map_or_else(|| user.clone(), str::to_owned);
-        let passfile = self.config.passfile.clone().unwrap_or_else(|| self.home.join(".pgpass"));
-        password_from_passfile(&passfile, &host, &port, &dbname, &user)
+        password_for(&self.config, &self.home)
     }
+}
+
+/// The password (BX-1): the env store's `PGPASSWORD` under `home`, else the passfile's line for this connection
+/// (the string's `passfile`, else `~/.pgpass`), else none.
+pub fn password_for(config: &ClaimsConfig, home: &std::path::Path) -> Option<Vec<u8>> {
+    let store = registry::envstore::store_path(home);
+    if let Ok(Some(values)) = registry::envstore::read(&store)
+        && let Some((_, value)) = values.pairs().into_iter().find(|(k, _)| k == PASSWORD_KEY)
+    {
+        return Some(value);
+    }
+    let client = config.client(None).ok()?;
+    let host = match client.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(name)) => name.clone(),
+        Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = client.get_ports().first().map_or_else(|| "5432".to_owned(), |p| p.to_string());
+    let user = client.get_user().map(str::to_owned).or_else(registry::paths::passwd_name).unwrap_or_default();
+    let dbname = client.get_dbname().map_or_else(|| user.clone(), str::to_owned);
+    let passfile = config.passfile.clone().unwrap_or_else(|| home.join(".pgpass"));
+    password_from_passfile(&passfile, &host, &port, &dbname, &user)
 }
 
 /// One job on the worker: open the connection when there is none; an error that may have broken the connection

@@ -78,6 +78,21 @@ impl ClaimsConfig {
     }
 }
 
+/// The label a front end acts as (BX-1): the one the box's supervisor wrote into its claims marker, else
+/// `AGENT_BOX_HOST_LABEL`, else the host name.
+pub fn front_end_label(env: &impl Fn(&str) -> Option<OsString>, state_dir: &Path) -> Option<String> {
+    let marker = std::fs::read(state_dir.join("claims.json")).ok();
+    let from_marker = marker
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|v| v.get("box").and_then(serde_json::Value::as_str).map(str::to_owned));
+    from_marker
+        .or_else(|| {
+            env("AGENT_BOX_HOST_LABEL").map(|v| v.to_string_lossy().trim().to_owned()).filter(|v| !v.is_empty())
+        })
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_owned()))
+        .filter(|l| !l.is_empty())
+}
+
 /// How long one connection attempt may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 

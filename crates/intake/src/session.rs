@@ -122,7 +122,7 @@ pub fn prompt(
 /// BX-7: what a session taken over from a box that stopped answering is told.
 pub fn taken_over_sentence(from: &str) -> String {
     format!(
-        "This assignment was claimed by box {}, which stopped answering (its claim ran out before this box took it over): check what was already done there (comments, branches, pull requests) before you start again.",
+        "This assignment was first taken by box {}, which gave it up or stopped answering before it was done (its claim ran out before this box took it over): check what was already done there (comments, branches, pull requests) before you start again.",
         prose(from, 200)
     )
 }

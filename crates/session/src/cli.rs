@@ -70,6 +70,10 @@ pub enum Verb {
     Leases(JsonFlag),
     /// List the event batches waiting for a session slot (the intake queue), or end one with `queue rm KEY`.
     Queue(QueueArgs),
+    /// List the boxes that share the claims database, with their live claims (AGENT_BOX_CLAIMS).
+    Boxes(JsonFlag),
+    /// Remove a dispatched session and give its claim up, so that another box takes the work over.
+    Release(NameArg),
     /// Show the newest records of the hook-session log.
     Log(LogArgs),
     /// Attach the terminal to a live session (inside tmux: switch to it).

@@ -61,11 +61,17 @@ fn row_line(row: &Row, configured: bool) -> String {
     line([&name, &outcome, &reported, claimed, ended, seen, object, topic])
 }
 
-/// The text report of §7.3, with the footer when any row is unresolved; REPORTED is issue 21's column.
+/// The text report of §7.3, with the footer when any row is unresolved; REPORTED is issue 21's column. Issue 26:
+/// when any lease holds a claim of the claims database, a BOX column names the box that holds it (a box of its
+/// own prints the table of before).
 pub fn render_text(rows: &[Row], configured: bool) -> String {
-    let mut text = line(["NAME", "OUTCOME", "REPORTED", "CLAIMED", "ENDED", "LAST SEEN", "OBJECT", "TOPIC"]);
+    let boxed = rows.iter().any(|r| claim_box(r).is_some());
+    let with_box = |text: String, label: &str| if boxed { format!("{} {text}", pad(label, 12)) } else { text };
+    let mut text =
+        with_box(line(["NAME", "OUTCOME", "REPORTED", "CLAIMED", "ENDED", "LAST SEEN", "OBJECT", "TOPIC"]), "BOX");
     for row in rows {
-        text.push_str(&row_line(row, configured));
+        let label = claim_box(row).map_or_else(|| "-".to_owned(), |b| visible(&b));
+        text.push_str(&with_box(row_line(row, configured), &label));
     }
     let unresolved = rows.iter().filter(|r| r.unresolved()).count();
     if unresolved > 0 {
@@ -97,7 +103,13 @@ fn json_row(row: &Row, configured: bool) -> LeaseRow {
         listed: row.listed,
         unresolved: row.unresolved(),
         notification: row.lease.as_ref().and_then(|lease| notification::report_of(lease, configured)),
+        box_label: claim_box(row),
     }
+}
+
+/// Issue 26: the box of the lease's claim, when it has one (`"claim": {"assignment", "box"}`).
+fn claim_box(row: &Row) -> Option<String> {
+    row.field("claim").and_then(|c| c.get("box")).and_then(Value::as_str).map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 pub mod add;
 pub mod attach;
+pub mod boxes;
 pub mod capacity;
 pub mod cli;
 pub mod completions;
@@ -44,6 +45,8 @@ pub fn run(ctx: &Context, verb: &Verb, out: &mut Out) -> Result<(), SessionError
         Verb::Peers(flag) => peers::peers(ctx, flag.json, out),
         Verb::Capacity(flag) => capacity::capacity(ctx, flag.json, out),
         Verb::Leases(flag) => leases::leases(ctx, flag.json, out),
+        Verb::Boxes(flag) => boxes::boxes(ctx, flag.json, out),
+        Verb::Release(arg) => boxes::release(ctx, &arg.name, out),
         Verb::Queue(args) => match &args.verb {
             None => queue::queue(ctx, args.json, out),
             Some(QueueVerb::Rm(arg)) => queue::rm(ctx, &arg.key, out),

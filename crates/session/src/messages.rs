@@ -266,3 +266,44 @@ pub fn queue_not_removed(key: &str, reason: &str) -> String {
         view::text::visible(key)
     )
 }
+
+// Several boxes (issue 26, docs/boxes.md).
+
+/// M61 (exit 2).
+pub const NO_CLAIMS_DATABASE: &str =
+    "no claims database is configured (AGENT_BOX_CLAIMS is not set): this box dispatches on its own";
+
+/// `boxes` before any box renewed a claim.
+pub const NO_BOXES_YET: &str = "No box has renewed a claim in the claims database yet.";
+
+/// M64 (exit 2): `release` of a session without a claim.
+pub fn no_claim(name: &str) -> String {
+    format!(
+        "'{}' holds no claim of the claims database (only a dispatched session admitted with one does); nothing was released",
+        echoed_name(name)
+    )
+}
+
+/// M65 (exit 2).
+pub fn claim_of_another_box(name: &str, label: &str) -> String {
+    format!(
+        "the claim of '{}' is box '{}''s, not this box's; nothing was released",
+        echoed_name(name),
+        view::text::visible(label)
+    )
+}
+
+/// M66: `release NAME` done.
+pub fn released(name: &str, assignment: &str) -> String {
+    format!(
+        "session '{name}' removed and its claim of {} given up: the next box that holds the work queued takes it over",
+        view::text::visible(assignment)
+    )
+}
+
+/// M63 (exit 1): removed here, but the database did not hear of it.
+pub fn released_not_told(name: &str, reason: &str, term: u64) -> String {
+    format!(
+        "session '{name}' removed here, but its claim could not be given up ({reason}); another box takes it over once its term runs out (within {term} s)"
+    )
+}

@@ -70,8 +70,12 @@ pub fn render_text(bounds: &Bounds, rows: &[QueueRow]) -> String {
         ));
         for row in queued {
             let position = row.position.map(|p| p.to_string()).unwrap_or_default();
-            let expires = row.expires_at.as_deref().unwrap_or("-");
-            text.push_str(&format!("{} {}\n", pad(&position, 4), cells(row, expires)));
+            // Issue 26: a record another box holds the claim of waits for that box, not for a slot here.
+            let last = match &row.box_label {
+                Some(label) => format!("held by box {}", visible(label)),
+                None => row.expires_at.clone().unwrap_or_else(|| "-".to_owned()),
+            };
+            text.push_str(&format!("{} {}\n", pad(&position, 4), cells(row, &last)));
         }
     }
     if !ended.is_empty() {

@@ -203,6 +203,35 @@ pub struct LeaseRow {
     pub unresolved: bool,
     /// Issue 21: null while the lease has no outcome.
     pub notification: Option<OutcomeReport>,
+    /// Issue 26: the box that holds the assignment's claim; present only on a lease with a claim.
+    #[serde(rename = "box", default, skip_serializing_if = "Option::is_none")]
+    pub box_label: Option<String>,
+}
+
+/// `boxes --json` (issue 26, docs/boxes.md BX-10): every box that shares the claims database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoxesReport {
+    pub version: u32,
+    pub boxes: Vec<BoxReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BoxReport {
+    #[serde(rename = "box")]
+    pub box_label: String,
+    pub last_renewal: String,
+    pub live: Vec<BoxClaim>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BoxClaim {
+    pub assignment: String,
+    #[serde(rename = "gen")]
+    pub lease_gen: String,
+    pub renewed_at: String,
+    pub term_end: String,
 }
 
 /// Whether a lease's outcome was reported to the operator's notifier (issue 21, docs/notification.md N-8).

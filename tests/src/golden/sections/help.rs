@@ -10,16 +10,18 @@ use crate::golden::world::World;
 
 const BINARIES: [&str; 4] =
     ["agent-box-supervisor", "agent-box-session", "agent-box-webhook-spawn", "agent-box-mark-stopped"];
-const VERBS: [&str; 13] = [
+const VERBS: [&str; 15] = [
     "ls",
     "peers",
     "capacity",
     "leases",
     "queue",
+    "boxes",
     "log",
     "add",
     "rm",
     "stop",
+    "release",
     "restart",
     "attach",
     "completions",

@@ -289,6 +289,7 @@ fn messages(world: &World, out: &mut Artefacts) {
         ("M49", session().args(["attach", "nosuch"])),
         ("M52", session().arg("ls")),
         ("M60", add().args(["x", "--harness", "claude", "--prompt", "go", "--", "--model", "sonnet", "--add-dir"])),
+        ("M61", session().arg("boxes")),
     ];
     for (id, inv) in cases {
         reset(world);
