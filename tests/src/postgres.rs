@@ -21,7 +21,7 @@ pub struct Postgres {
     port: u16,
 }
 
-/// Where the server's programs are: the newest `/usr/lib/postgresql/<n>/bin`, else `initdb` on PATH's directory.
+/// Where the server's programs are: the newest `/usr/lib/postgresql/<n>/bin` that has `initdb` and `postgres`.
 pub fn bin_dir() -> Option<PathBuf> {
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?

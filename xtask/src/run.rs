@@ -55,6 +55,13 @@ pub fn display_from_root(path: &Path) -> String {
     path.strip_prefix(&root).unwrap_or(path).display().to_string()
 }
 
+/// [`command`] for a program named by its path.
+pub fn command_path(program: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(workspace_root());
+    cmd
+}
+
 /// A `Command` for `program` that will run in the workspace root.
 pub fn command(program: &str) -> Command {
     let mut cmd = Command::new(program);

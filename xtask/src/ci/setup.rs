@@ -20,15 +20,45 @@ struct Tool {
     package: &'static str,
     /// Who needs it, for the "is required by" line.
     needed_by: &'static str,
+    /// Where Debian keeps the program off PATH, as `<root>/<major version>/bin/<program>` (the newest version is
+    /// run); `None` for a program on PATH.
+    versioned_root: Option<&'static str>,
 }
 
-const TMUX: Tool = Tool { program: "tmux", version_arg: "-V", package: "tmux", needed_by: "the workspace tests" };
+const TMUX: Tool = Tool {
+    program: "tmux",
+    version_arg: "-V",
+    package: "tmux",
+    needed_by: "the workspace tests",
+    versioned_root: None,
+};
 
 /// Issue 21: the e2e test of the example notifier (docs/examples/notify-gh.sh) reads its document with jq.
-const JQ: Tool = Tool { program: "jq", version_arg: "--version", package: "jq", needed_by: "the notifier e2e test" };
+const JQ: Tool = Tool {
+    program: "jq",
+    version_arg: "--version",
+    package: "jq",
+    needed_by: "the notifier e2e test",
+    versioned_root: None,
+};
 
-const NIX_INSTANTIATE: Tool =
-    Tool { program: "nix-instantiate", version_arg: "--version", package: "nix-bin", needed_by: "the nix step" };
+const NIX_INSTANTIATE: Tool = Tool {
+    program: "nix-instantiate",
+    version_arg: "--version",
+    package: "nix-bin",
+    needed_by: "the nix step",
+    versioned_root: None,
+};
+
+/// Issue 26: the claims tests start a real PostgreSQL server of their own (`initdb` into a temporary directory);
+/// Debian puts the server's programs under /usr/lib/postgresql/<n>/bin, off PATH, where the harness looks too.
+const POSTGRES: Tool = Tool {
+    program: "postgres",
+    version_arg: "--version",
+    package: "postgresql",
+    needed_by: "the claims tests (a real PostgreSQL server)",
+    versioned_root: Some("/usr/lib/postgresql"),
+};
 
 /// Optional: the install test verifies the user units with it, and the same package brings the `systemd --user`
 /// and `systemctl` that the user-units test runs a real user manager with; both skip with a `SKIP` line without it.
@@ -37,15 +67,17 @@ const SYSTEMD_ANALYZE: Tool = Tool {
     version_arg: "--version",
     package: "systemd",
     needed_by: "the install tests (systemd-analyze verify of the user units, a real systemd user manager)",
+    versioned_root: None,
 };
 
-/// Runs the setup step: tmux, jq and nix-instantiate, all always needed (the repository has `.nix` files), and
-/// systemd-analyze when it can be installed (its test skips otherwise).
+/// Runs the setup step: tmux, jq, nix-instantiate (the repository has `.nix` files) and the PostgreSQL server,
+/// all always needed, and systemd-analyze when it can be installed (its test skips otherwise).
 pub fn run() -> StepResult {
     let mut apt = Apt::detect();
     let mut ok = ensure(&TMUX, &mut apt);
     ok &= ensure(&JQ, &mut apt);
     ok &= ensure(&NIX_INSTANTIATE, &mut apt);
+    ok &= ensure(&POSTGRES, &mut apt);
     if !ensure(&SYSTEMD_ANALYZE, &mut apt) {
         println!("SKIP: systemd stays missing; the unit verification and user-manager tests will skip");
     }
@@ -72,7 +104,10 @@ fn ensure(tool: &Tool, apt: &mut Apt) -> bool {
 
 /// The tool's version line, when `<program> <version_arg>` runs and exits 0 (how CI-2.2 defines present).
 fn version(tool: &Tool) -> Option<String> {
-    let mut cmd = run::command(tool.program);
+    let mut cmd = match tool.versioned_root {
+        None => run::command(tool.program),
+        Some(root) => run::command_path(&newest_versioned(Path::new(root), tool.program)?),
+    };
     cmd.arg(tool.version_arg);
     match run::output(&mut cmd) {
         Ok(out) if out.status.success() => Some(String::from_utf8_lossy(&out.stdout).trim().to_string()),
@@ -85,6 +120,21 @@ fn version(tool: &Tool) -> Option<String> {
             None
         }
     }
+}
+
+/// `<root>/<n>/bin/<program>` for the highest numeric `<n>` that has it; `None` (after saying so) when none does.
+fn newest_versioned(root: &Path, program: &str) -> Option<std::path::PathBuf> {
+    let found = fs::read_dir(root).ok().into_iter().flatten().filter_map(|entry| {
+        let entry = entry.ok()?;
+        let major: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let path = entry.path().join("bin").join(program);
+        is_executable(&path).then_some((major, path))
+    });
+    let newest = found.max_by_key(|(major, _)| *major).map(|(_, path)| path);
+    if newest.is_none() {
+        println!("{program}: not available (no {}/<version>/bin/{program})", root.display());
+    }
+    newest
 }
 
 fn missing_message(tool: &Tool) -> String {
@@ -185,6 +235,23 @@ mod tests {
             missing_message(&NIX_INSTANTIATE),
             "ci: nix-instantiate is required by the nix step and is not installed; install it (Debian: sudo apt-get install nix-bin) and run again"
         );
+    }
+
+    #[test]
+    fn the_newest_numbered_version_directory_is_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        for (major, with_program) in [("9", true), ("16", true), ("17", false), ("main", true)] {
+            let bin = root.join(major).join("bin");
+            fs::create_dir_all(&bin).unwrap();
+            if with_program {
+                fs::write(bin.join("postgres"), "").unwrap();
+                fs::set_permissions(bin.join("postgres"), fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        assert_eq!(newest_versioned(&root, "postgres"), Some(root.join("16/bin/postgres")));
+        assert_eq!(newest_versioned(&root, "initdb"), None);
+        assert_eq!(newest_versioned(&root.join("absent"), "postgres"), None);
     }
 
     #[test]
