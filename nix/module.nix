@@ -36,6 +36,13 @@ let
     else
       null;
 
+  # A libpq string with a password: a `password` key of the key=value form, or a URI's `user:password@` or
+  # `password=` parameter (docs/boxes.md BX-1).
+  claimsHoldPassword = text:
+    builtins.match "(.*[[:space:]])?password[[:space:]]*=.*" text != null
+    || builtins.match "postgres(ql)?://[^@/?]*:[^@/?]*@.*" text != null
+    || builtins.match "postgres(ql)?://.*[?&]password=.*" text != null;
+
   # Variables the module derives from an option (or from the account): an `environment` entry would silently
   # override the option, so it is refused with a pointer to the option instead. AGENT_BOX_HOST_LABEL and
   # LOCAL_WEBHOOK_STATE_DIR are not here: overriding the host name or the receiver's directory is legitimate.
@@ -54,6 +61,8 @@ let
     AGENT_BOX_ON_OUTCOME = "onOutcome";
     AGENT_BOX_QUEUE_MAX = "queue.maxRecords";
     AGENT_BOX_QUEUE_MAX_AGE = "queue.maxAgeSeconds";
+    AGENT_BOX_CLAIMS = "claims.connection";
+    AGENT_BOX_CLAIM_TERM = "claims.termSeconds";
     AGENT_BOX_WEBHOOK_REPO = "webhook.enable";
     AGENT_BOX_HOOK_SESSION_ARGS = "webhook.hookSessionArgs";
   };
@@ -121,7 +130,11 @@ let
       # Issue 24 (docs/intake.md IN-9): the intake queue's bounds reach the supervisor and the wrappers alike,
       # since webhook-spawn enforces the count when it accepts a batch. null: the programs' defaults.
       // optionalAttrs (u.queue.maxRecords != null) { AGENT_BOX_QUEUE_MAX = toString u.queue.maxRecords; }
-      // optionalAttrs (u.queue.maxAgeSeconds != null) { AGENT_BOX_QUEUE_MAX_AGE = toString u.queue.maxAgeSeconds; };
+      // optionalAttrs (u.queue.maxAgeSeconds != null) { AGENT_BOX_QUEUE_MAX_AGE = toString u.queue.maxAgeSeconds; }
+      # Issue 26 (docs/boxes.md BX-1): the team's claims database. The session CLI reads it for `boxes` and
+      # `release`, and webhook-spawn leaves every admission to the supervisor when it is set.
+      // optionalAttrs (u.claims.connection != null) { AGENT_BOX_CLAIMS = u.claims.connection; }
+      // optionalAttrs (u.claims.termSeconds != null) { AGENT_BOX_CLAIM_TERM = toString u.claims.termSeconds; };
 
       # A wrapper exports the user's configuration, then runs the packaged program. The caller's HOME, USER
       # and LOCAL_WEBHOOK_STATE_DIR are left alone: they say who is calling and where the receiver keeps its
@@ -355,6 +368,28 @@ let
           '';
         };
       };
+      claims = {
+        connection = mkOption {
+          type = types.nullOr types.str;
+          default = null;
+          example = "host=db.example.org dbname=agentbox user=agent_box sslmode=verify-full";
+          description = ''
+            The libpq connection string of the claims database that several boxes share (AGENT_BOX_CLAIMS;
+            docs/boxes.md), so that each assignment runs on exactly one of them. It must not hold the password,
+            which would be world-readable in the Nix store and the unit: give it through the env store
+            (agent-box-session env set PGPASSWORD) or a `passfile=` outside the store. The box label is the host
+            name. null: one box, no database.
+          '';
+        };
+        termSeconds = mkOption {
+          type = types.nullOr (types.ints.between 10 3600);
+          default = null;
+          description = ''
+            How long a claim lasts without renewal before another box may take the work over
+            (AGENT_BOX_CLAIM_TERM, in seconds). null: the programs' default, 90.
+          '';
+        };
+      };
       restartNotice = mkOption {
         type = types.enum [ "auto" "always" "never" ];
         default = "auto";
@@ -408,6 +443,15 @@ let
         assertion = builtins.match "/.*[^/]" v.home != null && v.home != "/var/empty";
         message = "${where}: the user ${name} must exist with a home directory (declare users.users.${name}"
           + " with isNormalUser = true, or with a home); found home = ${v.home}";
+      }
+    ]
+    ++ [
+      {
+        # BX-1: the string would be in the world-readable store and in the unit.
+        assertion = u.claims.connection == null || !(claimsHoldPassword u.claims.connection);
+        message = "${where}.claims.connection: it must not hold a password (the Nix store and the unit are"
+          + " readable by every user); put it into the env store (agent-box-session env set PGPASSWORD) or a"
+          + " passfile outside the store";
       }
     ]
     ++ mapAttrsToList (session: _:

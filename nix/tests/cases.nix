@@ -85,6 +85,7 @@ in
               skipPermissions = false;
             };
             restartNotice = "never";
+            claims = { connection = "host=/run/postgresql dbname=agentbox user=bob"; termSeconds = 120; };
           };
         };
       }
@@ -122,6 +123,14 @@ in
     services.agent-box = {
       enable = true;
       users.agent.environment.AGENT_BOX_TMUX_SERVER = "";
+    };
+  }).config;
+
+  # docs/boxes.md BX-1: the claims string would put the password into the store and the unit.
+  c-claims-password = render (agentBox {
+    services.agent-box = {
+      enable = true;
+      users.agent.claims.connection = "host=db dbname=agentbox user=agent password=hunter2";
     };
   }).config;
 

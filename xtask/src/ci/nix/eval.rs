@@ -121,7 +121,7 @@ pub struct Case {
 }
 
 /// Every case of NX-10.3, in the order they run (the README twin before the README).
-pub const CASES: [Case; 10] = [
+pub const CASES: [Case; 11] = [
     Case { name: "a-one-user-defaults", expect: Expect::Pinned },
     Case { name: "b-two-users-webhook", expect: Expect::Pinned },
     Case {
@@ -146,6 +146,12 @@ pub const CASES: [Case; 10] = [
         name: "c-tmux-server-variable",
         expect: Expect::Refused(&[
             "services.agent-box.users.agent.environment.AGENT_BOX_TMUX_SERVER: the module sets it to \"external\" on the supervisor's unit",
+        ]),
+    },
+    Case {
+        name: "c-claims-password",
+        expect: Expect::Refused(&[
+            "services.agent-box.users.agent.claims.connection: it must not hold a password (the Nix store and the unit are readable by every user)",
         ]),
     },
     Case { name: "d-package", expect: Expect::Checks },
@@ -647,7 +653,7 @@ mod tests {
         let result = check(copy.path(), &lib, &mut out);
         let out = String::from_utf8(out).unwrap();
         assert_eq!(result, Ok(()), "{out}");
-        assert!(out.contains(&format!("nix: evaluated 10 cases with lib {}", lib.dir.display())), "{out}");
+        assert!(out.contains(&format!("nix: evaluated 11 cases with lib {}", lib.dir.display())), "{out}");
     }
 
     #[test]
@@ -726,7 +732,7 @@ mod tests {
     fn case_table_matches_nx_10_3() {
         assert_eq!(CASES.iter().filter(|c| c.expect == Expect::Pinned).count(), 2);
         // NX-10.3 (c) names three; the fourth is 75-upgrades' AGENT_BOX_TMUX_SERVER refused in `environment`.
-        assert_eq!(CASES.iter().filter(|c| matches!(c.expect, Expect::Refused(_))).count(), 4);
+        assert_eq!(CASES.iter().filter(|c| matches!(c.expect, Expect::Refused(_))).count(), 5);
         let twin = CASES.iter().position(|c| c.name == README_TWIN).unwrap();
         let readme = CASES.iter().position(|c| c.expect == Expect::Readme).unwrap();
         assert!(twin < readme, "the README is compared with an earlier case");
