@@ -35,6 +35,7 @@ fn inputs(sb: &Sandbox, unit: bool) -> Inputs {
         default_agent: "claude".into(),
         unit,
         queue: install::QueueBounds::default(),
+        claims: None,
     }
 }
 

@@ -1,4 +1,4 @@
-//! `cargo xtask install [--prefix DIR] [--no-unit]` and `cargo xtask uninstall [--prefix DIR]` (issue 11): the
+//! `cargo xtask install [--prefix DIR] [--no-unit] [--claims CONN]` and `cargo xtask uninstall [--prefix DIR]` (issue 11): the
 //! operator's path on a box without Nix, for the invoking user. Install builds the release binaries, bakes the
 //! epilogue for this user's registry and state directory, renders the manual pages, then writes everything
 //! through the deployment library (`agent_box_install`, which the golden renderer and the end-to-end test use
@@ -42,6 +42,14 @@ pub struct InstallArgs {
     /// Seconds a queued batch may wait for a slot (AGENT_BOX_QUEUE_MAX_AGE, default 86400, at most 604800).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(60..=604_800))]
     queue_max_age: Option<u64>,
+    /// The libpq connection string of the claims database several boxes share (AGENT_BOX_CLAIMS; docs/boxes.md),
+    /// without the password: that goes into the env store (agent-box-session env set PGPASSWORD) or a passfile.
+    #[arg(long, value_name = "CONN")]
+    claims: Option<String>,
+    /// Seconds a claim lasts without renewal before another box may take the work over (AGENT_BOX_CLAIM_TERM,
+    /// default 90).
+    #[arg(long, value_name = "SECS", requires = "claims", value_parser = clap::value_parser!(u64).range(10..=3600))]
+    claim_term: Option<u64>,
 }
 
 /// Arguments of `cargo xtask uninstall`.
@@ -119,9 +127,25 @@ fn inputs(args: &InstallArgs) -> Result<Inputs, Stop> {
         default_agent,
         unit: !args.no_unit,
         queue: install::QueueBounds { max_records: args.queue_max, max_age_secs: args.queue_max_age },
+        claims: claims_setting(args)?,
     };
     inputs.check().map_err(|e| Stop(exit::USAGE, e.to_string()))?;
     Ok(inputs)
+}
+
+/// `--claims`, checked with the supervisor's own rules (BX-1: no password, a libpq string), so that an install
+/// never writes a configuration the supervisor would refuse to start with.
+fn claims_setting(args: &InstallArgs) -> Result<Option<install::ClaimsSetting>, Stop> {
+    let Some(connection) = args.claims.clone() else { return Ok(None) };
+    let term = args.claim_term.map(|t| t.to_string());
+    let lookup = |key: &str| match key {
+        claims::config::CLAIMS_ENV => Some(connection.clone().into()),
+        claims::config::TERM_ENV => term.clone().map(Into::into),
+        _ => None,
+    };
+    claims::config::ClaimsConfig::from_lookup(&lookup, Some("install"))
+        .map_err(|e| Stop(exit::USAGE, format!("--claims: {e}")))?;
+    Ok(Some(install::ClaimsSetting { connection: connection.trim().to_owned(), term_secs: args.claim_term }))
 }
 
 fn run_install(args: &InstallArgs) -> Result<(), Stop> {
@@ -213,6 +237,10 @@ fn next_steps(inputs: &Inputs) {
         println!("  no unit: start the supervisor yourself with the environment file, e.g.");
         println!("  mkdir -p -m 0700 /run/user/{uid}/agent-box   # the socket directory every program looks for");
         println!("  (set -a; . {}; set +a; exec agent-box-supervisor)", layout.env_file.display());
+    }
+    if inputs.claims.is_some() {
+        println!("  agent-box-session env set PGPASSWORD   # the claims database's password, asked for without echo");
+        println!("  agent-box-session boxes                # every box sharing the claims database (docs/boxes.md)");
     }
     println!("  agent-box-session add main --harness {}", inputs.default_agent);
     println!("  agent-box-session ls");

@@ -53,6 +53,18 @@ pub struct Inputs {
     /// Issue 24: the intake queue's bounds (`AGENT_BOX_QUEUE_MAX`, `AGENT_BOX_QUEUE_MAX_AGE`), when given; the
     /// programs' defaults otherwise. Both the unit and the wrappers carry them, as webhook-spawn enforces the count.
     pub queue: QueueBounds,
+    /// Issue 26: the claims database several boxes share (`AGENT_BOX_CLAIMS`, `AGENT_BOX_CLAIM_TERM`), when given.
+    /// Both the unit and the wrappers carry it: `boxes` and `release` read it, and webhook-spawn leaves every
+    /// admission to the supervisor when it is set (docs/boxes.md BX-1).
+    pub claims: Option<ClaimsSetting>,
+}
+
+/// `--claims CONN [--claim-term SECS]` of `cargo xtask install`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimsSetting {
+    /// A libpq connection string without a password (the caller checked that with the supervisor's own rules).
+    pub connection: String,
+    pub term_secs: Option<u64>,
 }
 
 /// `--queue-max N` and `--queue-max-age SECS` of `cargo xtask install`.
@@ -119,6 +131,12 @@ pub fn is_plain_path(text: &str) -> bool {
     text.starts_with('/') && text.bytes().all(|b| is_bare_byte(b) && b != b'%')
 }
 
+/// A value that single quotes carry unchanged in a shell script and in a systemd environment file alike: printable
+/// ASCII (space included) without quotes, backslash, `$`, backquote, or `%` (a unit's specifier).
+fn is_quotable_value(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| (b' '..=b'~').contains(&b) && !b"'\"\\$`%".contains(&b))
+}
+
 /// Issue 21, `cargo xtask install --on-outcome PATH`: appends `AGENT_BOX_ON_OUTCOME=PATH` to the environment file
 /// an install just wrote (the unit and a supervisor started by hand both read it; a re-install without the option
 /// drops it). The path must be plain (no quoting in any file kind), absolute and an executable file.
@@ -147,6 +165,12 @@ impl Inputs {
                     "{what} '{text}' must be an absolute path of letters, digits and _@+:,./- only (it is written into a unit, an environment file and shell scripts)"
                 )));
             }
+        }
+        if let Some(claims) = self.claims.as_ref().filter(|c| !is_quotable_value(&c.connection)) {
+            return Err(InstallError::Unsafe(format!(
+                "--claims '{}' must be printable ASCII without ' \" \\ $ ` or % (it is written into an environment file and shell scripts)",
+                claims.connection.escape_debug()
+            )));
         }
         let words = self.agents.iter().chain([&self.default_agent, &self.user]);
         for word in words {
@@ -178,10 +202,16 @@ pub fn environment(inputs: &Inputs) -> Environment {
     ];
     let bounds =
         [("AGENT_BOX_QUEUE_MAX", inputs.queue.max_records), ("AGENT_BOX_QUEUE_MAX_AGE", inputs.queue.max_age_secs)];
-    let shared: Vec<(String, String)> = shared
+    let mut shared: Vec<(String, String)> = shared
         .into_iter()
         .chain(bounds.into_iter().filter_map(|(key, value)| Some((key.to_owned(), value?.to_string()))))
         .collect();
+    if let Some(claims) = &inputs.claims {
+        shared.push(("AGENT_BOX_CLAIMS".to_owned(), claims.connection.clone()));
+        if let Some(term) = claims.term_secs {
+            shared.push(("AGENT_BOX_CLAIM_TERM".to_owned(), term.to_string()));
+        }
+    }
     let mut unit = vec![
         ("HOME".to_owned(), inputs.home.display().to_string()),
         ("PATH".to_owned(), inputs.path.clone()),
@@ -470,6 +500,7 @@ mod tests {
             default_agent: "claude".into(),
             unit: true,
             queue: QueueBounds::default(),
+            claims: None,
         }
     }
 
@@ -512,6 +543,25 @@ mod tests {
         assert!(env.contains("AGENT_BOX_QUEUE_MAX=50\n") && env.contains("AGENT_BOX_QUEUE_MAX_AGE=3600\n"), "{env}");
         let shared = environment(&bounded).shared;
         assert!(shared.contains(&("AGENT_BOX_QUEUE_MAX".to_owned(), "50".to_owned())), "{shared:?}");
+    }
+
+    /// Issue 26: `--claims` and `--claim-term` reach the unit's environment file and the wrappers only when given;
+    /// a string with a byte the files cannot carry unchanged is refused.
+    #[test]
+    fn the_claims_database_reaches_the_unit_and_the_wrappers_only_when_given() {
+        assert!(!env_file_text(&inputs()).contains("AGENT_BOX_CLAIM"));
+        let connection = "host=/run/postgresql dbname=agentbox user=agent".to_owned();
+        let shared = Inputs { claims: Some(ClaimsSetting { connection, term_secs: Some(120) }), ..inputs() };
+        shared.check().unwrap();
+        let env = env_file_text(&shared);
+        assert!(env.contains("AGENT_BOX_CLAIMS='host=/run/postgresql dbname=agentbox user=agent'\n"), "{env}");
+        assert!(env.contains("AGENT_BOX_CLAIM_TERM=120\n"), "{env}");
+        let wrapper = wrapper_text(&shared, "agent-box-session", &[]);
+        assert!(wrapper.contains("export AGENT_BOX_CLAIMS='host=/run/postgresql dbname=agentbox user=agent'\n"));
+        for bad in ["host=a dbname='b c'", "host=$HOST", "host=a\nuser=b", "host=a%h", "host=\\a", ""] {
+            let claims = Some(ClaimsSetting { connection: bad.to_owned(), term_secs: None });
+            assert!(matches!(Inputs { claims, ..inputs() }.check(), Err(InstallError::Unsafe(_))), "{bad:?}");
+        }
     }
 
     #[test]

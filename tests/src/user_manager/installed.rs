@@ -54,6 +54,7 @@ impl Installed {
             default_agent: "claude".into(),
             unit: true,
             queue: install::QueueBounds::default(),
+            claims: None,
         };
         let sources = Sources {
             supervisor: bin("agent-box-supervisor"),

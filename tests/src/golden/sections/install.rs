@@ -23,6 +23,7 @@ pub fn fixture_inputs(world: &World) -> Inputs {
         default_agent: "claude".into(),
         unit: true,
         queue: agent_box_install::QueueBounds::default(),
+        claims: None,
     }
 }
 
