@@ -37,7 +37,8 @@ Optional:
   AGENT_BOX_TMUX_SERVER        'external': the server belongs to its own unit (agent-box-tmux); list it, never
                                start one, wait while it is down (default unset: start it when needed)
   AGENT_BOX_ENV_EXEC           program prefixed to every pane command (default none)
-  AGENT_BOX_HOST_LABEL         suffix of derived remote-control names (default: the kernel host name)
+  AGENT_BOX_HOST_LABEL         suffix of derived remote-control names and, with AGENT_BOX_CLAIMS, the box's
+                               label in the claims database (default: the kernel host name)
   AGENT_BOX_CLAUDE_SETTINGS    passed to claude as --settings (default none)
   AGENT_BOX_WEBHOOK_REPO       non-empty: panes get the webhook channel and variables (default off)
   LOCAL_WEBHOOK_STATE_DIR      webhook filter directory (default ~/.local/state/local-webhook)
@@ -51,6 +52,10 @@ Optional:
   AGENT_BOX_QUEUE_MAX          event batches the intake queue holds at once (default 500; the oldest expires
                                when a new one would make more; see docs/intake.md)
   AGENT_BOX_QUEUE_MAX_AGE      seconds a queued batch may wait for a slot before it expires (default 86400)
+  AGENT_BOX_CLAIMS             libpq connection string of the claims database that several boxes share, so
+                               each assignment runs on one of them; no password in it: the env store's
+                               PGPASSWORD or a passfile (default none: one box; see docs/boxes.md)
+  AGENT_BOX_CLAIM_TERM         seconds a claim lasts unrenewed before another box takes it over (default 90)
   AGENT_BOX_TICK_SECS          seconds between timer ticks (default 2; tests and benchmarks only)
 
 Every new pane gets PATH and every AGENT_BOX_* variable of this environment but AGENT_BOX_SESSION_ID,
