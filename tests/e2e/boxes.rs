@@ -41,8 +41,13 @@ pub fn a_box(server: &Postgres, k: usize, label: &str, slots: usize, term_secs: 
     sb
 }
 
-/// Delivery `id` of issue `number` to box `sb`, its agent `agent` (the fake agent of the harness).
+/// Delivery `id` of issue `number` to box `sb`, its agent `agent` (the fake agent of the harness): the exit code.
 pub fn deliver(sb: &Sandbox, id: &str, number: usize, agent: &str) -> i32 {
+    deliver_output(sb, id, number, agent).status.code().unwrap_or(-1)
+}
+
+/// [`deliver`], with what webhook-spawn said.
+pub fn deliver_output(sb: &Sandbox, id: &str, number: usize, agent: &str) -> std::process::Output {
     let meta = format!(r#"{{"number":"{number}","delivery":"{id}"}}"#);
     let args = format!(r#"["--as","{agent}"]"#);
     let vars = [
@@ -53,7 +58,7 @@ pub fn deliver(sb: &Sandbox, id: &str, number: usize, agent: &str) -> i32 {
         ("AGENT_BOX_HOOK_SESSION_ARGS", args.as_str()),
     ];
     let batch = format!("[github] issue #{number} opened on acme/widgets\n");
-    webhook_spawn(sb, &vars, batch.as_bytes()).get_output().status.code().unwrap_or(-1)
+    webhook_spawn(sb, &vars, batch.as_bytes()).get_output().clone()
 }
 
 /// The spawn records of every box, by the delivery they were admitted from: which boxes started it.

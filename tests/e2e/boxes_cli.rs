@@ -10,7 +10,7 @@ use agent_box_tests::postgres::ROLE;
 use agent_box_tests::wait::wait_until_or;
 use serde_json::Value;
 
-use crate::boxes::{a_box, deliver, server};
+use crate::boxes::{a_box, deliver, deliver_output, server};
 
 // BX-6, BX-7, BX-10
 #[test]
@@ -19,7 +19,11 @@ fn boxes_lists_the_claims_and_a_released_claim_is_taken_over_by_the_other_box() 
     let (a, b) = (a_box(&server, 0, "box-a", 2, 30), a_box(&server, 1, "box-b", 2, 30));
     a.start_supervisor();
     a.agent("long").control("run");
-    assert_eq!(deliver(&a, "d-9", 9, "long"), 0);
+    // W27: the batch waits for the claim, not for a slot.
+    let said = deliver_output(&a, "d-9", 9, "long");
+    let line = String::from_utf8_lossy(&said.stdout);
+    assert!(said.status.success(), "{said:?}");
+    assert!(line.starts_with("batch queued at position 1 of 1; several boxes share this dispatch"), "{line}");
     let dump = || {
         format!(
             "{}\n{}\n{}",

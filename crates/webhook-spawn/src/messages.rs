@@ -50,6 +50,13 @@ pub fn queued(position: usize, queued: usize, why: Option<&str>) -> String {
         "batch queued at position {position} of {queued}{why}; the supervisor starts a session for it when a slot frees (agent-box-session queue lists it)"
     )
 }
+/// W27, issue 26 (docs/boxes.md BX-1, BX-4): with a claims database the batch always queues, and the supervisor
+/// admits it once this box holds the assignment's claim.
+pub fn queued_for_claim(position: usize, queued: usize) -> String {
+    format!(
+        "batch queued at position {position} of {queued}; several boxes share this dispatch, so the supervisor starts a session for it once this box holds its claim (agent-box-session queue lists it)"
+    )
+}
 /// W21, IN-5: the batch joined the queued record of its assignment.
 pub fn coalesced(into: &str, position: usize, events: usize) -> String {
     format!(

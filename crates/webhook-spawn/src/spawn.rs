@@ -43,6 +43,10 @@ pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read, out
         Err(Stop::Usage(text)) => return Err(SpawnError::Usage(text)),
         Err(Stop::Refused(cause)) => return Err(defer(&ctx, env, cause)),
     };
+    // Issue 26: with a claims database only the supervisor admits, once it holds the claim (BX-1); the variable
+    // (the installed wrappers export it) or the supervisor's marker says there is one.
+    let shared =
+        env("AGENT_BOX_CLAIMS").is_some_and(|v| !v.is_empty()) || intake::marker::configured(ctx.paths.state_dir());
     let accepted = registry::with_lock(ctx.paths.registry(), ctx.lock_wait, registry::LockPolicy::FRONT_END, |guard| {
         let live: Result<BTreeSet<String>, String> = ctx.live_set().map(|live| live.into_iter().collect());
         let (queue, leases, log) = parts(&ctx);
@@ -55,10 +59,7 @@ pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read, out
             live: &live,
             peers: &peers,
             now: base::time::now_epoch(),
-            // Issue 26: with a claims database only the supervisor admits, once it holds the claim (BX-1); the
-            // variable (the installed wrappers export it) or the supervisor's marker says there is one.
-            admit_at_once: env("AGENT_BOX_CLAIMS").is_none_or(|v| v.is_empty())
-                && !intake::marker::configured(ctx.paths.state_dir()),
+            admit_at_once: !shared,
         };
         intake::accept(&site, guard, &plan.incoming, &plan.bounds).map_err(|err| err.to_string())
     })
@@ -66,7 +67,7 @@ pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read, out
     .and_then(|accepted| accepted);
     match accepted {
         Ok(accepted) => {
-            report(&plan, accepted, out);
+            report(&plan, accepted, shared, out);
             Ok(())
         }
         Err(cause) => Err(defer(&ctx, env, cause)),
@@ -77,14 +78,16 @@ fn parts(ctx: &Context) -> (Queue, LeaseDir, HookLog) {
     (Queue::new(ctx.paths.queue_dir()), LeaseDir::new(ctx.paths.lease_dir()), HookLog::new(ctx.paths.hook_log()))
 }
 
-/// The stdout line and the warnings of what became of the batch.
-fn report(plan: &Plan, accepted: Accepted, out: &mut Out) {
+/// The stdout line and the warnings of what became of the batch; `shared`: several boxes share the dispatch, so a
+/// queued batch waits for the supervisor's claim rather than for a slot.
+fn report(plan: &Plan, accepted: Accepted, shared: bool, out: &mut Out) {
     let harness = &plan.incoming.record.harness;
     let line = match accepted {
         Accepted::Admitted(admitted) => {
             admitted.notes.iter().for_each(|note| out.warn(note.clone()));
             messages::added(admitted.name.as_str(), harness)
         }
+        Accepted::Queued { position, queued, .. } if shared => messages::queued_for_claim(position, queued),
         Accepted::Queued { position, queued, why, .. } => messages::queued(position, queued, why.as_deref()),
         Accepted::Coalesced { into, position, events, .. } => messages::coalesced(&into, position, events),
         Accepted::Duplicate { key, how, name } => messages::duplicate(&key, &how, name.as_deref()),
