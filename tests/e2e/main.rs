@@ -6,6 +6,7 @@ mod envstore;
 mod faults;
 mod golden;
 mod install;
+mod intake;
 mod lives;
 mod notify;
 mod operator;

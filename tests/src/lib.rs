@@ -1,6 +1,6 @@
 //! Test harness shared by the workspace's tests and by xtask (80-acceptance §1): product binaries, sandboxes
 //! with a temporary HOME and a private tmux server, fake agents, an in-memory fake tmux, baked epilogues, slots,
-//! held locks, deadline waits, and a real systemd user manager for a test account.
+//! held locks, deadline waits, a receiver stand-in, and a real systemd user manager for a test account.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod agents;
@@ -18,6 +18,7 @@ pub mod kill;
 pub mod ops;
 pub mod privilege;
 pub mod property;
+pub mod receiver;
 pub mod sandbox;
 pub mod slots;
 pub mod tree;
