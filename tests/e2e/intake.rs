@@ -314,6 +314,26 @@ fn a_waiting_record_whose_object_a_live_hook_session_holds_a_lease_for_ends_clai
     assert_eq!(sb.agent("third").starts(), 0);
 }
 
+// IN-14, IN-6
+#[test]
+fn a_second_batch_for_an_object_whose_session_was_just_admitted_is_claimed_before_it_runs() {
+    // No supervisor runs: the first session is listed, leased and filtered but not started yet, which is how every
+    // admitted session looks until the supervisor's next tick. The receiver would route the second event to it by
+    // its filter; the queue must not start a second session beside it either.
+    let sb = world(Sandbox::new(), "4");
+    let rx = Receiver::new(&sb);
+    assert!(done(&rx.deliver(&issue("d-1", 7, "first"))).contains("added"));
+    let owner = hook_names(&sb).pop().unwrap();
+    let said = done(&rx.deliver(&issue("d-2", 7, "second")));
+    assert_eq!(
+        said,
+        format!("session '{owner}' already claims this work; no session was started (the batch ended claimed)")
+    );
+    assert_eq!((hook_names(&sb), spawns(&sb).len()), (vec![owner.clone()], 1));
+    let end = intake_lines(&sb, "claimed");
+    assert_eq!((end.len(), &end[0]["by"]), (1, &json!(owner)));
+}
+
 // IN-16
 #[test]
 fn an_admitted_prompt_says_how_long_its_events_waited_and_an_immediate_one_does_not() {

@@ -119,7 +119,7 @@ pub fn admit_record(
         Ok(doc) => doc,
         Err(err) => return Admission::Waits(Waiting::Undecided(registry_reason(guard, err))),
     };
-    if let Some(by) = claimed_by(site.paths, &doc, live, record) {
+    if let Some(by) = claimed_by(site.paths, &doc, record) {
         return match end(site.queue, site.log, id, record, How::Claimed, site.now, Some(&by)) {
             Ok(()) => Admission::Claimed { by, key },
             Err(err) => failed(format!("could not end it as claimed by '{by}': {err}")),
