@@ -74,6 +74,10 @@ pub(crate) struct Tick {
     /// A registry-lock refusal happened: every later locked section of this tick is skipped (SUP-7.2).
     pub lock_refused: bool,
     pub reaped: Vec<SessionName>,
+    /// Issue 24: the sessions admissions in progress are making (name → the gen of their lease), from the intents
+    /// in the intake queue (docs/intake.md IN-12); `None` when the queue could not be listed. The sweeps spare
+    /// them: such a name is not listed yet, and its lease and filter are the admission's.
+    pub admitting: Option<BTreeMap<String, String>>,
 }
 
 /// The reconcile loop.
@@ -184,7 +188,8 @@ impl Supervisor {
         let doc = self.heal_registry(&mut tick);
         let _ = registry::ensure_private_dir(&self.config.paths.home().join("worktrees"));
         if let Some(doc) = doc {
-            self.sweep_orphan_filters(&doc, tick.now);
+            tick.admitting = self.admitting(&self.queue.list());
+            self.sweep_orphan_filters(&doc, &tick);
         }
         self.remove_side_temps();
         self.queue.remove_temp_leftovers();
@@ -211,10 +216,12 @@ impl Supervisor {
         if tick.snapshot.is_some() {
             self.reap(&mut tick, &mut doc);
         }
+        let queue = self.queue.list();
+        tick.admitting = self.admitting(&queue);
         self.sweep(&mut tick, &doc);
         if let Some(snapshot) = tick.snapshot.clone() {
             self.previous_managed = snapshot.iter().filter(|n| doc.contains(n)).count();
-            self.intake(&mut tick, &mut doc, &snapshot);
+            self.intake(&mut tick, &mut doc, &snapshot, queue);
             self.adopt_unrecorded(&mut tick, &doc, &snapshot);
             let running = self.reconcile(&mut tick, &doc, &snapshot);
             self.heartbeat(&tick, &running);

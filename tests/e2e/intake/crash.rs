@@ -7,7 +7,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use agent_box_tests::Sandbox;
-use agent_box_tests::fixtures::stderr;
+use agent_box_tests::fixtures::{stderr, tool};
 use agent_box_tests::receiver::Receiver;
 use agent_box_tests::wait_until;
 use base::SessionName;
@@ -59,6 +59,13 @@ fn spawn_record<'a>(name: &'a SessionName, object: &'a str, key: &'a str) -> lea
     }
 }
 
+/// The spawn record and the lease of gen `life`, as the admission writes them after its intent (rows 5–6).
+fn lease_of(sb: &Sandbox, name: &str, object: &str, key: &str, life: &str) {
+    let name = SessionName::parse(name).unwrap();
+    let leases = lease::LeaseDir::new(sb.paths().lease_dir());
+    leases.create_with_spawn(&spawn_record(&name, object, key), lease::Gen::parse(life).unwrap(), &log(sb)).unwrap();
+}
+
 /// The ends of `name` in the hook log.
 fn ends_of(sb: &Sandbox, name: &str) -> Vec<Value> {
     sb.hook_log().into_iter().filter(|l| l["what"] == "end" && l["name"] == name).map(|l| l["how"].clone()).collect()
@@ -104,6 +111,71 @@ fn an_admission_interrupted_before_its_lease_is_taken_back_and_its_batch_admitte
     assert!(kickoff(&sb, "a1").contains("(delivery d-1)") && kickoff(&sb, "a2").contains("(delivery d-2)"));
     let keys: Vec<String> = spawns(&sb).into_iter().filter(|(n, _)| names.contains(n)).map(|(_, k)| k).collect();
     assert_eq!(keys, ["d-1", "d-2"], "each admitted once, in the order accepted");
+}
+
+// IN-12
+#[test]
+fn an_admission_interrupted_after_its_lease_is_finished_without_a_second_session() {
+    let sb = two_waiting();
+    let (leased, listed) = ("hook-acme-x-0001", "hook-acme-x-0002");
+    // Row 5: the lease (after its spawn record), no entry.
+    let life = intent(&sb, "d-1", leased);
+    lease_of(&sb, leased, "7", "d-1", &life);
+    // Row 6: the lease and the entry of that life, before the tombstones and the record's removal.
+    let listed_life = intent(&sb, "d-2", listed);
+    lease_of(&sb, listed, "8", "d-2", &listed_life);
+    let entry = tool(json!({
+        "extraArgs": ["--as", "a2"], "initialPrompt": "[github] issue #8 (as the admission rendered it)",
+        "ephemeral": true, "origin": "webhook", "life": listed_life,
+        "hook": {"source": "github", "repository": "acme/x"},
+    }));
+    sb.add_entry(listed, entry);
+    let said = stderr(&sb.once());
+    for (key, name) in [("d-1", leased), ("d-2", listed)] {
+        let line = format!("finished the interrupted admission of queued batch '{key}' as '{name}'");
+        assert!(said.contains(&line), "L35 for {key}: {said}");
+    }
+    assert!(sb.queue_records().is_empty() && queue_files(&sb).is_empty(), "{:?}", queue_files(&sb));
+    let mut names = hook_names(&sb);
+    names.sort();
+    assert_eq!(names, [leased, listed], "the sessions the intents named, no other");
+    assert_eq!(sb.entry(leased).unwrap()["life"], json!(life), "the entry of the lease's life");
+    wait_until("both agents to start", || sb.agent("a1").starts() == 1 && sb.agent("a2").starts() == 1);
+    assert!(kickoff(&sb, "a1").contains("(delivery d-1)"), "the rolled-forward entry carries the batch");
+    let keys: Vec<String> = spawns(&sb).into_iter().map(|(_, k)| k).collect();
+    assert_eq!(keys, ["d-1", "d-2"], "one spawn record each: none written again");
+    let rx = Receiver::new(&sb);
+    let said = done(&rx.deliver(&issue("d-1", 7, "again")));
+    assert!(said.contains(&format!("already accepted (admitted as '{leased}')")), "tombstoned: {said}");
+    sb.once();
+    assert_eq!(sb.agent("again").starts(), 0);
+}
+
+// IN-12
+#[test]
+fn an_admission_interrupted_after_its_lease_and_found_minutes_later_is_still_finished() {
+    // After a power loss the next supervisor starts when the box is back, long after the 30 s in which the sweeps
+    // spare a young lease or filter of a name nothing lists (SUP-10.3): the intent must keep them the admission's.
+    let sb = two_waiting();
+    let leased = "hook-acme-x-0001";
+    let life = intent(&sb, "d-1", leased);
+    lease_of(&sb, leased, "7", "d-1", &life);
+    for path in [sb.lease_path(leased), filter_path(&sb, leased), record_path(&sb, "d-1").with_extension("admit")] {
+        let touched = sb.sh(&format!("touch -d '3 minutes ago' '{}'", path.display()));
+        assert!(touched.status.success());
+    }
+    let said = stderr(&sb.once());
+    assert!(
+        said.contains(&format!("finished the interrupted admission of queued batch 'd-1' as '{leased}'")),
+        "{said}"
+    );
+    assert_eq!(ends_of(&sb, leased), Vec::<Value>::new(), "the lease was not swept: {said}");
+    assert_eq!(sb.lease(leased).map(|l| l["gen"].clone()), Some(json!(life)));
+    assert!(filter_path(&sb, leased).exists(), "nor its claim filter");
+    assert!(hook_names(&sb).iter().any(|n| n == leased));
+    wait_until("the agent to start", || sb.agent("a1").starts() == 1);
+    let prompt = kickoff(&sb, "a1");
+    assert!(prompt.contains("(delivery d-1)") && prompt.contains("You are already subscribed to github:acme/x"));
 }
 
 // IN-12
