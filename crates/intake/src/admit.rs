@@ -292,7 +292,9 @@ fn recover_one(
     let lease_made =
         matches!(site.leases.read(&name), LeaseState::Present(l) if l.gen_value() == Some(&intent.lease_gen));
     let entry_made = doc.entry(name.as_str()).is_some_and(|e| e.life() == Some(intent.lease_gen.as_str()));
-    let ended = logged_after(site.log, &name, &intent.at, "end");
+    // A `refused` end says the session never started (this step's own take-back, or a failed entry write): the
+    // admission is still to be taken back, not finished.
+    let ended = logged_after(site.log, &name, &intent.at, |v| is(v, "what", "end") && !is(v, "how", "refused"));
     if lease_made || entry_made || ended {
         if lease_made && !entry_made && !ended {
             finish_entry(site, guard, doc, record, &name, &intent.lease_gen)?;
@@ -302,7 +304,7 @@ fn recover_one(
         site.queue.remove(id).ok()?;
         return Some(Recovered::Finished { key, name: name.to_string() });
     }
-    if logged_after(site.log, &name, &intent.at, "spawn") {
+    if logged_after(site.log, &name, &intent.at, |v| is(v, "what", "spawn")) {
         drop(site.log.append_end(&name, &EndHow::Refused, None));
     }
     let _ = std::fs::remove_file(filter_path(record, &name));
@@ -325,16 +327,20 @@ fn finish_entry(
     write_document(guard, &doc).ok()
 }
 
-/// Whether the hook log holds a `what` line of `name` written no earlier than `since` (the log is bounded, so
-/// this reads at most its 400 lines).
-fn logged_after(log: &HookLog, name: &SessionName, since: &str, what: &str) -> bool {
+/// Whether the hook log holds a line of `name` written no earlier than `since` for which `kind` holds (the log is
+/// bounded, so this reads at most its 400 lines).
+fn logged_after(log: &HookLog, name: &SessionName, since: &str, kind: impl Fn(&Value) -> bool) -> bool {
     let Ok(lines) = log.tail(lease::TRIM_ABOVE_LINES + 1) else { return false };
     lines.iter().any(|line| match line {
         LogLine::Parsed(value) => {
-            value.get("what").and_then(Value::as_str) == Some(what)
-                && value.get("name").and_then(Value::as_str) == Some(name.as_str())
+            kind(value)
+                && is(value, "name", name.as_str())
                 && value.get("at").and_then(Value::as_str).is_some_and(|at| at >= since)
         }
         LogLine::Raw(_) => false,
     })
+}
+
+fn is(value: &Value, key: &str, text: &str) -> bool {
+    value.get(key).and_then(Value::as_str) == Some(text)
 }

@@ -180,6 +180,31 @@ fn an_admission_interrupted_after_its_lease_and_found_minutes_later_is_still_fin
 
 // IN-12
 #[test]
+fn a_take_back_interrupted_after_its_refused_end_record_is_taken_back_again_not_finished() {
+    // The take-back of row 4 writes the orphan's `refused` end record, then removes the intent: a power loss in
+    // between leaves both. `refused` says the session never started, so the batch must wait again.
+    let sb = two_waiting();
+    let orphaned = "hook-acme-x-0002";
+    intent(&sb, "d-1", orphaned);
+    let name = SessionName::parse(orphaned).unwrap();
+    assert!(matches!(log(&sb).append_spawn(&spawn_record(&name, "7", "d-1")), lease::Appended::Written));
+    assert!(matches!(log(&sb).append_end(&name, &lease::EndHow::Refused, None), lease::Appended::Written));
+    let said = stderr(&sb.once());
+    assert!(
+        said.contains(&format!("took back the interrupted admission of queued batch 'd-1' as '{orphaned}'")),
+        "{said}"
+    );
+    wait_until("the batch to be admitted again", || {
+        sb.once();
+        sb.queue_records().is_empty()
+    });
+    wait_until("its agent to start", || sb.agent("a1").starts() == 1);
+    let keys: Vec<String> = spawns(&sb).into_iter().filter(|(n, _)| n != orphaned).map(|(_, k)| k).collect();
+    assert_eq!(keys, ["d-1", "d-2"], "admitted under a fresh name, once");
+}
+
+// IN-12
+#[test]
 fn an_admission_whose_session_already_ended_is_finished_not_started_again() {
     let sb = two_waiting();
     let gone = "hook-acme-x-0001";
