@@ -1,9 +1,11 @@
 //! The durable intake queue from outside (issue 24, docs/intake.md): batches delivered by the receiver stand-in
 //! (`agent_box_tests::receiver`, which follows 60-webhook-spawn §8.1 and IN-17) into a box whose real supervisor,
 //! tmux and fake agents admit them. Each test names the rules it proves in the comment above it; the crash table
-//! of IN-12 is in `intake/crash.rs`.
+//! of IN-12 is in `intake/crash.rs`, the small fixed-seed burst in `intake/burst.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "intake/burst.rs"]
+mod burst;
 #[path = "intake/crash.rs"]
 mod crash;
 

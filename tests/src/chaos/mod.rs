@@ -14,7 +14,7 @@ mod notify;
 mod plan;
 mod report;
 mod seen;
-mod watch;
+pub(crate) mod watch;
 mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
