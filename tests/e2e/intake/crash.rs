@@ -151,6 +151,33 @@ fn an_admission_interrupted_after_its_lease_is_finished_without_a_second_session
     assert_eq!(sb.agent("again").starts(), 0);
 }
 
+// IN-12, IN-5, IN-14
+#[test]
+fn a_batch_for_a_record_whose_admission_was_interrupted_does_not_join_it() {
+    // Row 6 (lease and entry written, record not yet removed): the record is the session's already, with the prompt
+    // it was given. A later batch of the same object must not be appended to it (its lines would reach no prompt and
+    // its key be buried as admitted); it waits as its own record and is claimed by that session.
+    let sb = two_waiting();
+    let listed = "hook-acme-x-0001";
+    let life = intent(&sb, "d-1", listed);
+    lease_of(&sb, listed, "7", "d-1", &life);
+    let entry = tool(json!({
+        "extraArgs": ["--as", "a1"], "initialPrompt": "[github] issue #7 (as the admission rendered it)",
+        "ephemeral": true, "origin": "webhook", "life": life,
+        "hook": {"source": "github", "repository": "acme/x"},
+    }));
+    sb.add_entry(listed, entry);
+    let rx = Receiver::new(&sb);
+    let said = done(&rx.deliver(&issue("d-3", 7, "a3")));
+    assert!(said.starts_with("batch queued at position"), "not appended to the record being admitted: {said}");
+    let again = done(&rx.deliver(&issue("d-1", 7, "again")));
+    assert!(again.contains("'d-1' was already accepted (queued)"), "its own redelivery is still known: {again}");
+    let said = stderr(&sb.once());
+    assert!(said.contains(&format!("queued batch 'd-3' ended claimed: live session '{listed}'")), "{said}");
+    assert_eq!(sb.agent("a3").starts(), 0);
+    assert!(sb.queue_records().is_empty());
+}
+
 // IN-12
 #[test]
 fn an_admission_interrupted_after_its_lease_and_found_minutes_later_is_still_finished() {
