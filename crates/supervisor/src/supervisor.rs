@@ -192,7 +192,10 @@ impl Supervisor {
             self.sweep_orphan_filters(&doc, &tick);
         }
         self.remove_side_temps();
-        self.queue.remove_temp_leftovers();
+        // Issue 24: the queue's temps are its writers', who hold the registry lock (SUP-10.5).
+        if !self.queue.temp_files().is_empty() && !tick.lock_refused {
+            self.locked(&mut tick, |me, _, guard| me.queue.remove_temp_leftovers(guard));
+        }
         self.write_notify_marker();
     }
 

@@ -263,3 +263,24 @@ fn leftovers_of_an_interrupted_record_write_or_removal_are_cleared_and_nothing_i
     assert!(!stray.exists(), "the intent without a record is removed");
     assert!(hook_names(&sb).is_empty() && sb.hook_log().is_empty());
 }
+
+// IN-12, IN-1
+#[test]
+fn a_record_temp_is_left_alone_while_the_registry_lock_its_writer_holds_is_held() {
+    // Every writer of the queue holds the registry lock; a temp next to a record may be a webhook-spawn's, between
+    // its write and its link. A supervisor starting meanwhile removed it without the lock, and that spawn failed
+    // (exit 75: "could not write …/queue/<stem>.json (No such file or directory)").
+    let mut sb = world(Sandbox::new(), "8");
+    sb.set_env("REGISTRY_LOCK_WAIT", "0.2");
+    let queue = sb.paths().queue_dir().to_path_buf();
+    registry::ensure_private_dir(&queue).unwrap();
+    let temp = queue.join("00000000000000000001-0123456789abcdef.json.tmp-abcd1234");
+    fs::write(&temp, "{}").unwrap();
+    {
+        let _writer = sb.hold_registry_lock();
+        sb.cmd("agent-box-supervisor").arg("--once").stdin(std::process::Stdio::null()).output().unwrap();
+        assert!(temp.exists(), "removed while its writer may be between its write and its link");
+    }
+    sb.once();
+    assert!(!temp.exists(), "a leftover, once the lock is free");
+}
