@@ -339,10 +339,12 @@ impl Driver {
         }
     }
 
-    /// SIGKILLs the running supervisor at a random point of its work. One point has a documented consequence the
+    /// SIGKILLs the running supervisor at a random point of its work. Two points have a documented consequence the
     /// model must follow: after a first start's intent and before its `new-session` (L-9), no pane ever ran, and
     /// the next supervisor reads the intent as a pane that vanished (L-10): the lease is marked and the start
-    /// resumes without the kickoff prompt, which the intent had already taken off the entry.
+    /// resumes without the kickoff prompt, which the intent had already taken off the entry. And after it consumed
+    /// a `restart`'s mark (L-13) and before the new pane's `new-session`, nothing says the pane was restarted any
+    /// more: the next supervisor reads the gone pane as vanished, the same reading.
     fn kill_supervisor(&mut self, line: String) {
         let Some(pid) = self.world.supervisor_pid() else { return };
         self.world.kill_supervisor();
@@ -360,7 +362,8 @@ impl Driver {
             })
             .filter(|i| self.world.recorded(&self.incs[*i].name))
             .collect();
-        if unstarted.is_empty() {
+        let restarting: Vec<usize> = (0..self.incs.len()).filter(|i| self.respawn_due_after_restart(*i)).collect();
+        if unstarted.is_empty() && restarting.is_empty() {
             return;
         }
         // A `new-session` the supervisor had just forked goes on without it: give its wrapper time to log it.
@@ -373,6 +376,24 @@ impl Driver {
                 self.truth(format!("{name}: the killed supervisor recorded its start and never ran new-session"));
             }
         }
+        for index in restarting {
+            let name = self.incs[index].name.clone();
+            if !self.world.sb.is_live(&name) && self.world.restart_mark_consumed(&name) {
+                self.incs[index].restart_cut_short();
+                self.report.count_event("restart lost: supervisor killed after it took the mark, before new-session");
+                self.truth(format!("{name}: the killed supervisor took the restart mark and never ran new-session"));
+            }
+        }
+    }
+
+    /// Incarnation `inc` was restarted (L-11) with an open lease and its new pane has not started yet.
+    fn respawn_due_after_restart(&self, inc: usize) -> bool {
+        let i = &self.incs[inc];
+        !i.superseded
+            && i.pane_expected()
+            && !i.expected.restarts.is_empty()
+            && i.expected.lease == Some(None)
+            && self.world.sb.agent(&i.agent).starts() < i.min_starts
     }
 
     /// Restarts a supervisor that died, except while a kill armed at a spawn waits for its pane kill.

@@ -132,6 +132,12 @@ impl World {
         self.recorded(name) && !spawned && !self.sb.live().iter().any(|n| n == name)
     }
 
+    /// `name`'s lease is open and no longer carries the `restartPending` mark of a restart (L-11): a supervisor
+    /// consumed it (L-13).
+    pub fn restart_mark_consumed(&self, name: &str) -> bool {
+        self.sb.lease(name).is_some_and(|l| l["outcome"].is_null() && l.get("restartPending").is_none())
+    }
+
     /// True when a supervisor process is running.
     pub fn supervisor_up(&self) -> bool {
         self.supervisor.is_some_and(|pid| self.sb.exited(pid).is_none())
