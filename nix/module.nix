@@ -52,6 +52,8 @@ let
     AGENT_BOX_TMUX_BIN = "services.agent-box.tmuxPackage";
     AGENT_BOX_RESTART_NOTICE = "restartNotice";
     AGENT_BOX_ON_OUTCOME = "onOutcome";
+    AGENT_BOX_QUEUE_MAX = "queue.maxRecords";
+    AGENT_BOX_QUEUE_MAX_AGE = "queue.maxAgeSeconds";
     AGENT_BOX_WEBHOOK_REPO = "webhook.enable";
     AGENT_BOX_HOOK_SESSION_ARGS = "webhook.hookSessionArgs";
   };
@@ -115,7 +117,11 @@ let
         AGENT_BOX_AGENTS = concatStringsSep " " harnesses;
         AGENT_BOX_SESSION_LIMIT_FILE = limitFile;
         AGENT_BOX_TMUX_BIN = tmuxBin;
-      };
+      }
+      # Issue 24 (docs/intake.md IN-9): the intake queue's bounds reach the supervisor and the wrappers alike,
+      # since webhook-spawn enforces the count when it accepts a batch. null: the programs' defaults.
+      // optionalAttrs (u.queue.maxRecords != null) { AGENT_BOX_QUEUE_MAX = toString u.queue.maxRecords; }
+      // optionalAttrs (u.queue.maxAgeSeconds != null) { AGENT_BOX_QUEUE_MAX_AGE = toString u.queue.maxAgeSeconds; };
 
       # A wrapper exports the user's configuration, then runs the packaged program. The caller's HOME, USER
       # and LOCAL_WEBHOOK_STATE_DIR are left alone: they say who is calling and where the receiver keeps its
@@ -208,6 +214,9 @@ let
     inherit (v) path environment;
     restartIfChanged = false;
     stopIfChanged = false;
+    # A-8, the rule of the installed units: never give up. systemd's default start limit (5 starts in 10 s) would
+    # leave a tmux that exits at once down for good, and every session with it; NixOS writes this into [Unit].
+    startLimitIntervalSec = 0;
     serviceConfig = confinement name v // {
       Type = "simple";
       ExecStart = "${lib.getExe' cfg.tmuxPackage "tmux"} -D -L agent-box";
@@ -234,6 +243,8 @@ let
     wants = [ "network-online.target" (tmuxUnitName name) ];
     inherit (v) path;
     environment = v.environment // { AGENT_BOX_TMUX_SERVER = "external"; };
+    # A-8, as for the tmux unit: a crash loop is retried RestartSec apart for as long as it lasts.
+    startLimitIntervalSec = 0;
     serviceConfig = confinement name v // {
       Type = "exec";
       ExecStart = lib.getExe' cfg.package "agent-box-supervisor";
@@ -324,6 +335,25 @@ let
         type = types.either (types.enum [ "auto" ]) types.ints.positive;
         default = "auto";
         description = ''How many sessions may run at once; "auto" derives it from the memory size.'';
+      };
+      queue = {
+        maxRecords = mkOption {
+          type = types.nullOr (types.ints.between 1 100000);
+          default = null;
+          description = ''
+            How many event batches the intake queue holds at once (AGENT_BOX_QUEUE_MAX; docs/intake.md): a batch
+            that finds the box full waits there for a slot, and past this many the oldest one expires, loudly.
+            null: the programs' default, 500.
+          '';
+        };
+        maxAgeSeconds = mkOption {
+          type = types.nullOr (types.ints.between 60 604800);
+          default = null;
+          description = ''
+            How long a queued batch may wait for a slot before it expires (AGENT_BOX_QUEUE_MAX_AGE, in seconds;
+            at most 7 days, the redelivery window). null: the programs' default, 86400 (one day).
+          '';
+        };
       };
       restartNotice = mkOption {
         type = types.enum [ "auto" "always" "never" ];

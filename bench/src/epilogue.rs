@@ -85,6 +85,7 @@ impl Fixture {
             object: Some("7"),
             count: None,
             intake: None,
+            claim: None,
         };
         drop(log.append_spawn(&spawn));
         let lease_path = leases.lease_path(&hook);

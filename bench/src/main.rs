@@ -1,6 +1,6 @@
 //! `agent-box-bench`, run as `cargo xtask bench`: measures the quality bars of spec 90 (sections `epilogue` Q1 Q2, `tick` Q3 Q5, `add` Q4,
-//! `vanish` Q11, `rmw` Q6, `crash` Q7, `faults` Q8, `upgrade` Q12, and `golden`, the time of one whole golden
-//! render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
+//! `vanish` Q11, `rmw` Q6, `crash` Q7, `faults` Q8, `upgrade` Q12, `intake` Q13 Q14, and `golden`, the time of one
+//! whole golden render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
 //! `target/bench/report.json`. A section builds only the programs it runs. Every timed comparison samples both
 //! sides in the same rounds and reports the median of the per-round ratios with their spread. Exit 0; with
 //! `--enforce` 100 when a bar that applies here fails; 96 when the setup or a section cannot run.
@@ -14,6 +14,7 @@ mod facts;
 mod fail;
 mod faults;
 mod golden;
+mod intake;
 mod interrupt;
 mod procfs;
 mod report;
@@ -58,7 +59,7 @@ mod exit {
     pub const CHECK_FAILED: u8 = 100;
 }
 
-/// Measure the speed and memory bars Q1-Q12 of docs/ids.md in nine sections and write <target>/bench/report.json.
+/// Measure the speed and memory bars Q1-Q14 of docs/ids.md in ten sections and write <target>/bench/report.json.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask bench", bin_name = "cargo xtask bench")]
 pub struct BenchArgs {
@@ -94,6 +95,7 @@ pub enum Section {
     Crash,
     Faults,
     Upgrade,
+    Intake,
     Golden,
 }
 
@@ -108,12 +110,13 @@ impl Section {
             Self::Crash => "crash",
             Self::Faults => "faults",
             Self::Upgrade => "upgrade",
+            Self::Intake => "intake",
             Self::Golden => "golden",
         }
     }
 }
 
-const ALL: [Section; 9] = [
+const ALL: [Section; 10] = [
     Section::Epilogue,
     Section::Tick,
     Section::Add,
@@ -122,6 +125,7 @@ const ALL: [Section; 9] = [
     Section::Crash,
     Section::Faults,
     Section::Upgrade,
+    Section::Intake,
     Section::Golden,
 ];
 
@@ -244,6 +248,7 @@ fn run_section(section: Section, bench: &Bench, metrics: &mut Vec<Metric>) -> Ou
         Section::Crash => crash::run(bench, metrics),
         Section::Faults => faults::run(bench, metrics),
         Section::Upgrade => upgrade::run(bench, metrics),
+        Section::Intake => intake::run(bench, metrics),
         Section::Golden => golden::run(bench, metrics),
     });
     catch_unwind(body).unwrap_or_else(|payload| {
@@ -284,7 +289,7 @@ fn setup(args: &BenchArgs, sections: &[Section]) -> Outcome<(Bench, Facts)> {
     agent_box_tests::bins::use_bin_dir(release.clone());
     place_sandboxes(&dir.join("sandboxes"))?;
     let seed = args.seed.unwrap_or_else(|| rand::rng().random());
-    let needs_bake = sections.iter().any(|s| matches!(s, Section::Epilogue | Section::Crash));
+    let needs_bake = sections.iter().any(|s| matches!(s, Section::Epilogue | Section::Crash | Section::Intake));
     let baked = if needs_bake { Some(bake_for(&root)?) } else { None };
     let baseline = match &args.baseline {
         Some(rev) => {
@@ -364,6 +369,7 @@ fn products_of(section: Section) -> &'static [Product] {
         Section::Rmw => &[RMW, EPILOGUE],
         Section::Crash => &[SUPERVISOR, SESSION, SPAWN, EPILOGUE, RMW],
         Section::Faults | Section::Upgrade | Section::Golden => &[SUPERVISOR, SESSION, SPAWN, EPILOGUE],
+        Section::Intake => &[SUPERVISOR, SPAWN, EPILOGUE],
     }
 }
 

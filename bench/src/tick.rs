@@ -40,22 +40,22 @@ const Q5_GROWTH_KIB: f64 = 256.0;
 
 /// The 20-entry loop sampled alongside, round by round.
 #[derive(Debug, Default)]
-struct Companion {
+pub(crate) struct Companion {
     /// Scheduler run time per tick of each round, in ms (rounds in which it did not tick are left out).
-    per_tick_ms: Vec<f64>,
+    pub(crate) per_tick_ms: Vec<f64>,
     /// Large / small CPU per tick, per round in which both have a figure.
-    ratios: Vec<f64>,
+    pub(crate) ratios: Vec<f64>,
     cpu: CpuTicks,
     ticks: usize,
 }
 
 /// What one observation window measured.
 #[derive(Debug)]
-struct Observed {
+pub(crate) struct Observed {
     ticks: usize,
     cpu: CpuTicks,
     /// Scheduler run time of each observed tick, in ms; empty when the kernel keeps none.
-    per_tick_ms: Vec<f64>,
+    pub(crate) per_tick_ms: Vec<f64>,
     calls: usize,
     other_calls: usize,
     registry_changed: bool,
@@ -64,7 +64,7 @@ struct Observed {
     heartbeats: usize,
     memory_5: Memory,
     memory_30: Memory,
-    companion: Option<Companion>,
+    pub(crate) companion: Option<Companion>,
 }
 
 /// The tick section.
@@ -271,7 +271,7 @@ impl LoopWorld {
 
     /// a window of exactly 30 ticks, from just after one tick to just after the 30th next one; with a
     /// `companion` loop, that loop is sampled at the same instants (one round per tick of this one).
-    fn observe(&self, companion: Option<&LoopWorld>) -> Outcome<Observed> {
+    pub(crate) fn observe(&self, companion: Option<&LoopWorld>) -> Outcome<Observed> {
         let first = self.ticks() + 1;
         self.wait_ticks(first)?;
         std::thread::sleep(SETTLE);

@@ -66,6 +66,7 @@ in
             sessionLimit = 3;
             restartNotice = "always";
             onOutcome = "/etc/agent-box/notify-gh";
+            queue = { maxRecords = 50; maxAgeSeconds = 21600; };
             webhook = {
               enable = true;
               hookSessionArgs = [ "--model" "sonnet" ];

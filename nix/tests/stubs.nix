@@ -106,6 +106,8 @@ let
       serviceConfig = mkOption { type = types.attrsOf unitOption; default = { }; };
       restartIfChanged = mkOption { type = types.bool; default = true; };
       stopIfChanged = mkOption { type = types.bool; default = true; };
+      # NixOS declares it without a default and writes it into [Unit] only when set.
+      startLimitIntervalSec = mkOption { type = types.nullOr types.int; default = null; };
     };
   };
 

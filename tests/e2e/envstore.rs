@@ -99,27 +99,32 @@ fn tmux_global_env(sb: &Sandbox) -> Vec<u8> {
 fn store_values_reach_every_pane_byte_for_byte_and_never_an_argv_the_server_or_a_file() {
     let sb = Sandbox::new();
     let pwned = sb.root().join("pwned");
-    let hostile = format!("zq1 a b=c \"d\" 'e' $(touch {p}) `touch {p}` \\", p = pwned.display()).into_bytes();
+    let hostile = format!("zq1secret a b=c \"d\" 'e' $(touch {p}) `touch {p}` \\", p = pwned.display()).into_bytes();
     let values: Vec<(&str, Vec<u8>)> = vec![
         ("HOSTILE", hostile),
-        ("PADDED", b"  zq2 padded  ".to_vec()),
-        ("QUOTED", b"\"zq3 in quotes\"".to_vec()),
-        ("TRAILING", b"zq4\\".to_vec()),
+        ("PADDED", b"  zq2secret padded  ".to_vec()),
+        ("QUOTED", b"\"zq3secret in quotes\"".to_vec()),
+        ("TRAILING", b"zq4secret\\".to_vec()),
     ];
     for (key, value) in &values {
         env_set(&sb, key, value);
     }
     // A hand edit the pane's own variable must win over.
     let mut text = fs::read(store(&sb)).unwrap();
-    text.extend_from_slice(b"AGENT_BOX_SESSION_ID=zq5-evil\n");
+    text.extend_from_slice(b"AGENT_BOX_SESSION_ID=zq5secret-evil\n");
     fs::write(store(&sb), text).unwrap();
-    let needles: Vec<Vec<u8>> = [&b"zq1"[..], b"zq2", b"zq3", b"zq4", b"zq5", b"zq6"].map(<[u8]>::to_vec).to_vec();
+    // Markers long enough never to occur by chance in another process's argv (a linker's list of hashed object
+    // files holds every three-letter string sooner or later).
+    let needles: Vec<Vec<u8>> =
+        [&b"zq1secret"[..], b"zq2secret", b"zq3secret", b"zq4secret", b"zq5secret", b"zq6secret"]
+            .map(<[u8]>::to_vec)
+            .to_vec();
     let names = ["e1", "e2", "e3"];
     let mut scanned = needles.clone();
-    scanned.push(b"zq0control".to_vec());
+    scanned.push(b"zq0secretcontrol".to_vec());
     let scan = Scan::start(scanned);
     // The control: a process whose argv holds a needle must be seen, or the scan proves nothing.
-    let mut control = Command::new("/bin/sh").args(["-c", "sleep 0.3", "zq0control"]).spawn().unwrap();
+    let mut control = Command::new("/bin/sh").args(["-c", "sleep 0.3", "zq0secretcontrol"]).spawn().unwrap();
     let entries: Vec<(&str, serde_json::Value)> = names.iter().map(|n| (*n, tool(json!({})))).collect();
     sb.write_registry(&registry_with(&entries));
     let pid = sb.start_supervisor();
@@ -127,12 +132,12 @@ fn store_values_reach_every_pane_byte_for_byte_and_never_an_argv_the_server_or_a
         wait_until(&format!("{name} to start"), || sb.agent(name).starts() == 1);
     }
     let server = sb.tmux().list_server().unwrap().server_pid;
-    env_set(&sb, "HOSTILE", b"zq6 changed $(touch x)");
+    env_set(&sb, "HOSTILE", b"zq6secret changed $(touch x)");
     sb.kill_pane("e1");
     wait_until("e1 to start again", || sb.agent("e1").starts() == 2);
     control.wait().unwrap();
     let (passes, lines, hits) = scan.finish();
-    let (seen, hits): (Vec<String>, Vec<String>) = hits.into_iter().partition(|h| h.contains("zq0control"));
+    let (seen, hits): (Vec<String>, Vec<String>) = hits.into_iter().partition(|h| h.contains("zq0secretcontrol"));
     eprintln!(
         "/proc scan during 4 spawns: {passes} passes, {lines} command lines read, {} hits (control seen {} times)",
         hits.len(),
@@ -146,10 +151,10 @@ fn store_values_reach_every_pane_byte_for_byte_and_never_an_argv_the_server_or_a
         for (key, value) in &values {
             assert_eq!(env.get(key.as_bytes()), Some(value), "{name} {key}");
         }
-        assert_ne!(env[&b"AGENT_BOX_SESSION_ID"[..]], b"zq5-evil", "the pane's own variable wins");
+        assert_ne!(env[&b"AGENT_BOX_SESSION_ID"[..]], b"zq5secret-evil", "the pane's own variable wins");
     }
     assert!(!pwned.exists(), "a value was evaluated");
-    assert_eq!(agent_env(&sb, "e1", 2)[&b"HOSTILE"[..]], b"zq6 changed $(touch x)", "the next respawn reads it");
+    assert_eq!(agent_env(&sb, "e1", 2)[&b"HOSTILE"[..]], b"zq6secret changed $(touch x)", "the next respawn reads it");
     assert_eq!(sb.tmux().list_server().unwrap().server_pid, server, "no tmux restart");
     let global = tmux_global_env(&sb);
     assert!(!global.is_empty() && !needles.iter().any(|n| global.windows(n.len()).any(|w| w == n.as_slice())));

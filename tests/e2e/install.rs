@@ -34,6 +34,7 @@ fn inputs(sb: &Sandbox, unit: bool) -> Inputs {
         agents: vec!["claude".into(), "shell".into()],
         default_agent: "claude".into(),
         unit,
+        queue: install::QueueBounds::default(),
     }
 }
 

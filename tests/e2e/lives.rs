@@ -7,13 +7,15 @@
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use agent_box_tests::fixtures::{ok, registry_with, stderr, tool};
-use agent_box_tests::{Sandbox, wait_until};
+use agent_box_tests::kill_gate::KillGate;
+use agent_box_tests::{HeldLock, Sandbox, deadline, wait_until};
 use base::SessionName;
 use serde_json::{Value, json};
+use tmux::TmuxApi;
 
 /// The words the pane of `name`'s current launch file passes its epilogue after the status (`GEN`, `-` or `any`,
 /// then `LIFE` where the supervisor renders one): what that pane will report, however late.
@@ -192,7 +194,9 @@ fn a_revived_assignment_that_crashes_says_so_on_its_lease() {
     sb.agent("hook-e").control("exit 1");
     ok(&sb, &["restart", "hook-e"]);
     sb.once();
-    wait_until("the revived agent's crash", || sb.entry("hook-e").is_some_and(|e| e["died"] == json!(1)));
+    // The epilogue writes the entry first, then the lease, then the hook log's end line: wait for the last.
+    let ended = || sb.hook_log().iter().any(|l| l["what"] == json!("end") && l["name"] == json!("hook-e"));
+    wait_until("the revived agent's crash", || sb.entry("hook-e").is_some_and(|e| e["died"] == json!(1)) && ended());
 
     let lease = sb.lease("hook-e").unwrap();
     assert_eq!(lease["outcome"], json!("died:1"), "{lease}");
@@ -365,4 +369,184 @@ fn a_regular_file_at_the_registry_directory_is_said_once_as_unwatchable() {
     let line = format!("cannot watch {} for changes", dir.display());
     assert_eq!(sb.log_count(&line), 1, "{}", sb.supervisor_log());
     assert_eq!(sb.log_count("cannot watch"), 1, "{}", sb.supervisor_log());
+}
+
+// issue 25 item 1 (a), L-15
+#[test]
+fn a_restart_mark_the_absence_could_not_consume_is_consumed_by_the_start_so_a_later_loss_reads_vanished() {
+    let sb = Sandbox::new();
+    sb.write_registry(&registry_with(&[("hook-m", tool(json!({"ephemeral": true})))]));
+    sb.create_lease("hook-m");
+    sb.once();
+    wait_until("the first start", || sb.agent("hook-m").starts() == 1);
+    ok(&sb, &["restart", "hook-m"]);
+    sb.wait_gone("hook-m");
+    assert_eq!(sb.lease("hook-m").unwrap()["restartPending"], json!(true), "the restart was not recorded");
+
+    // The lease lock held from here: the supervisor's D12 cannot consume the mark (LeaseError::Busy after 2 s).
+    let held = HeldLock::now(&sb.paths().lease_dir().join(".lock"));
+    sb.start_supervisor();
+    let unmarked = "'hook-m' vanished: its pane ended without recording how (killed, reboot or out of memory); its lease could not be marked";
+    wait_until("the absence to find the lease lock busy", || sb.log_count(unmarked) == 1);
+    drop(held);
+    wait_until("the new pane", || sb.agent("hook-m").starts() == 2 && sb.is_live("hook-m"));
+    // Its L20 line comes after everything the start logs.
+    wait_until("the supervisor to log the new pane", || sb.log_count("started 'hook-m'") == 1);
+    let lease = sb.lease("hook-m").unwrap();
+    assert_eq!(lease["outcome"], Value::Null, "the restart was read as a loss: {lease}\n{}", sb.supervisor_log());
+
+    // A real loss of the new pane: killed from outside, no epilogue, no restart asked for.
+    let restarted = "'hook-m' was restarted by the operator";
+    let marked = "'hook-m' vanished: its pane ended without recording how (killed, reboot or out of memory); its lease is marked vanished";
+    let consumed_before = sb.log_count(restarted);
+    sb.kill_pane("hook-m");
+    // The lease is written before the log line: wait for the line (or for the reading the bug gave).
+    wait_until("the supervisor to account for the lost pane", || {
+        sb.log_count(marked) == 1 || sb.log_count(restarted) > consumed_before
+    });
+    let lease = sb.lease("hook-m").unwrap();
+    let log = sb.supervisor_log();
+    assert_eq!(lease["outcome"], json!("vanished"), "the loss of the new pane was hidden: {lease}\n{log}");
+    assert_eq!(sb.log_count(restarted), consumed_before, "the loss was read as the operator's restart:\n{log}");
+    assert_eq!(sb.log_count(marked), 1, "{log}");
+}
+
+/// `agent-box-session ARGS` started in the background with its kills held at a [`KillGate`], once it reached its
+/// first kill or ended: the supervisor's tick can then run in the instant between the verb's lock section and its
+/// kill. Returns the gate and the pid; [`finish`] opens the gate and returns what the verb printed.
+fn gated_session(sb: &Sandbox, args: &[&str]) -> (KillGate, u32) {
+    let gate = KillGate::new(sb);
+    let mut cmd = sb.cmd("agent-box-session");
+    cmd.args(args).env("AGENT_BOX_TMUX_BIN", gate.tmux_bin()).stdin(Stdio::null());
+    cmd.stdout(fs::File::create(sb.root().join("gated.out")).unwrap());
+    cmd.stderr(fs::File::create(sb.root().join("gated.err")).unwrap());
+    let pid = sb.spawn_tracked(cmd);
+    wait_until("the verb to reach its kill or to end", || gate.holds_a_kill() || sb.exited(pid).is_some());
+    (gate, pid)
+}
+
+/// Opens the gate, waits for the verb to exit 0, returns its stdout.
+fn finish(sb: &Sandbox, gate: &KillGate, pid: u32) -> String {
+    gate.open();
+    let stderr = || fs::read_to_string(sb.root().join("gated.err")).unwrap();
+    assert_eq!(sb.wait_exit(pid, deadline()), Some(0), "{}", stderr());
+    fs::read_to_string(sb.root().join("gated.out")).unwrap()
+}
+
+/// The identity of `name`'s pane (tmux session id and pane pid), `None` when it has none.
+fn pane_of(sb: &Sandbox, name: &str) -> Option<String> {
+    sb.tmux().display(&SessionName::parse(name).unwrap(), "#{session_id} #{pane_pid}").ok()
+}
+
+/// A listed hook session `name` with an open lease whose first pane has started.
+fn started_hook(sb: &Sandbox, name: &str) {
+    sb.write_registry(&registry_with(&[(name, tool(json!({})))]));
+    sb.create_lease(name);
+    sb.once();
+    wait_until("the first start", || sb.agent(name).starts() == 1);
+}
+
+// issue 25 item 1 (b), L-16
+#[test]
+fn a_restart_of_a_stopped_session_never_kills_the_pane_the_supervisor_started_for_it() {
+    let sb = Sandbox::new();
+    started_hook(&sb, "hook-s");
+    sb.stop("hook-s");
+    sb.wait_gone("hook-s");
+    assert_eq!(sb.lease("hook-s").unwrap()["outcome"], json!("stopped"));
+
+    // The supervisor's tick runs while the restart's kill (if it makes one) waits, as the registry write that
+    // removed `stopped` would have woken it.
+    let (gate, restart) = gated_session(&sb, &["restart", "hook-s"]);
+    let tick = stderr(&sb.once());
+    wait_until("the supervisor's new pane", || sb.agent("hook-s").starts() == 2 && sb.is_live("hook-s"));
+    let started = pane_of(&sb, "hook-s");
+    let printed = finish(&sb, &gate, restart);
+    let log = format!("{tick}{}", stderr(&sb.once()));
+
+    assert_eq!(pane_of(&sb, "hook-s"), started, "the restart killed the supervisor's new pane:\n{log}");
+    let lease = sb.lease("hook-s").unwrap();
+    assert_eq!(lease["outcome"], Value::Null, "the operator's restart was recorded as a loss: {lease}\n{log}");
+    assert!(!log.contains("vanished"), "{log}");
+    assert!(log.contains("'hook-s' was restarted by the operator"), "{log}");
+    assert_eq!(printed, "session 'hook-s' is no longer stopped — the supervisor starts it within ~2s\n");
+}
+
+// issue 25 item 1 (b), L-16: `restart --all` ends the panes its lock section found, and only those
+#[test]
+fn restart_all_ends_only_the_panes_it_found_and_never_one_started_after() {
+    let sb = Sandbox::new();
+    sb.write_registry(&registry_with(&[("hook-s", tool(json!({}))), ("main", tool(json!({})))]));
+    sb.create_lease("hook-s");
+    sb.once();
+    wait_until("the first starts", || sb.agent("hook-s").starts() == 1 && sb.agent("main").starts() == 1);
+    sb.stop("hook-s");
+    sb.wait_gone("hook-s");
+    let main_before = pane_of(&sb, "main");
+
+    let (gate, restart) = gated_session(&sb, &["restart", "--all"]);
+    assert!(gate.holds_a_kill(), "the running session's pane is to be killed");
+    let tick = stderr(&sb.once());
+    wait_until("the supervisor's new pane", || sb.agent("hook-s").starts() == 2 && sb.is_live("hook-s"));
+    let started = pane_of(&sb, "hook-s");
+    let printed = finish(&sb, &gate, restart);
+    wait_until("main's pane to be gone", || pane_of(&sb, "main") != main_before);
+    let log = format!("{tick}{}", stderr(&sb.once()));
+
+    assert_eq!(pane_of(&sb, "hook-s"), started, "restart --all killed the supervisor's new pane:\n{log}");
+    let lease = sb.lease("hook-s").unwrap();
+    assert_eq!(lease["outcome"], Value::Null, "the operator's restart was recorded as a loss: {lease}\n{log}");
+    assert!(!log.contains("'hook-s' vanished"), "{log}");
+    let expected = "all sessions restart within ~2s: 1 killed, 1 had no pane — the supervisor starts each (re-reading the env store)\n";
+    assert_eq!(printed, expected);
+}
+
+// issue 25 item 1 (audit), L-16: a restart never turns a loss it did not cause into its own
+#[test]
+fn a_restart_of_a_session_whose_pane_was_lost_leaves_the_loss_recorded() {
+    let sb = Sandbox::new();
+    started_hook(&sb, "hook-l");
+    sb.kill_pane("hook-l");
+    let restarts_before = sb.hook_log().iter().filter(|l| l["what"] == json!("restart")).count();
+
+    // The supervisor's tick runs while the restart would take its mark back (before: its kill found no pane).
+    let (gate, restart) = gated_session(&sb, &["restart", "hook-l"]);
+    let tick = stderr(&sb.once());
+    let lease = sb.lease("hook-l").unwrap();
+    assert_eq!(lease["outcome"], json!("vanished"), "the loss was read as the operator's restart: {lease}\n{tick}");
+    wait_until("the supervisor's new pane", || sb.agent("hook-l").starts() == 2 && sb.is_live("hook-l"));
+    let started = pane_of(&sb, "hook-l");
+    let printed = finish(&sb, &gate, restart);
+
+    assert_eq!(pane_of(&sb, "hook-l"), started, "the restart killed the supervisor's new pane");
+    assert_eq!(printed, "session 'hook-l' had no pane to kill — the supervisor starts it within ~2s\n");
+    let restarts = sb.hook_log().iter().filter(|l| l["what"] == json!("restart")).count();
+    assert_eq!(restarts, restarts_before, "a restart that restarted nothing is in the hook log");
+}
+
+// issue 25 item 1 (audit), L-16: `stop` ends only the pane its lock section found
+#[test]
+fn a_stop_never_kills_the_pane_started_for_a_restart_that_came_after_it() {
+    let sb = Sandbox::new();
+    started_hook(&sb, "hook-t");
+    let (gate, stop) = gated_session(&sb, &["stop", "hook-t"]);
+    assert!(gate.holds_a_kill(), "the stop's kill of the running pane waits");
+    let restarted = ok(&sb, &["restart", "hook-t"]);
+    assert_eq!(
+        String::from_utf8_lossy(&restarted.get_output().stdout),
+        "session 'hook-t' killed — the supervisor restarts it within ~2s\n"
+    );
+    let tick = stderr(&sb.once());
+    wait_until("the supervisor's new pane", || sb.agent("hook-t").starts() == 2 && sb.is_live("hook-t"));
+    let started = pane_of(&sb, "hook-t");
+    let printed = finish(&sb, &gate, stop);
+    let log = format!("{tick}{}", stderr(&sb.once()));
+
+    assert_eq!(pane_of(&sb, "hook-t"), started, "the stop killed the pane started after the restart:\n{log}");
+    let lease = sb.lease("hook-t").unwrap();
+    assert_eq!(lease["outcome"], Value::Null, "the restarted assignment was recorded as lost: {lease}\n{log}");
+    assert!(!log.contains("'hook-t' vanished"), "{log}");
+    let stopped =
+        "session 'hook-t' stopped — still listed, not respawned; 'agent-box-session restart hook-t' revives it\n";
+    assert_eq!(printed, stopped);
 }

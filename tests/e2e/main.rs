@@ -1,6 +1,7 @@
 //! The one end-to-end test binary (80-acceptance I1): a module per scenario group, plus the tidy checks.
 
 mod audit;
+mod boxes;
 mod chaos;
 mod envstore;
 mod faults;

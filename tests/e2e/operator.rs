@@ -47,7 +47,7 @@ fn a_missing_socket_directory_is_no_server_for_reads_and_a_plain_answer_for_rm()
     let mut sb = Sandbox::new();
     sb.write_registry(r#"{"version":1,"sessions":{"a":{"agent":"tool"}}}"#);
     sb.set_env("AGENT_BOX_TMUX_TMPDIR", sb.root().join("no-socket-dir"));
-    session(&sb, &["capacity"]).code(0).stdout("{\"used\": 1, \"max\": 8}\n");
+    session(&sb, &["capacity"]).code(0).stdout("{\"used\": 1, \"max\": 8, \"queued\": 0}\n");
     let ls = session(&sb, &["ls"]).code(0);
     assert!(stdout(&ls).contains("a                        tool     starting"));
     assert!(!stderr(&ls).contains("cannot ask tmux"), "{}", stderr(&ls));

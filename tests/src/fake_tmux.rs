@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use base::SessionName;
-use tmux::{Killed, NewSession, Snapshot, TmuxApi, TmuxError, WakeHook};
+use tmux::{Killed, NewSession, SessionId, Snapshot, TmuxApi, TmuxError, WakeHook};
 
 /// What the fake server holds, answers and was asked.
 pub struct FakeState {
@@ -21,7 +21,8 @@ pub struct FakeState {
     pub current: Result<String, TmuxError>,
     /// The socket path the adapter reports.
     pub socket: PathBuf,
-    /// `ensure`, `probe` (list_server), `list`, `new NAME`, `kill NAME`, `env NAME`, `hook`, in call order.
+    /// `ensure`, `probe` (list_server), `list`, `ids`, `new NAME`, `kill NAME` (or `kill $N of server P`), `env NAME`,
+    /// `hook`, in call order.
     pub calls: Vec<String>,
     /// The server pid `ensure_server_and_list` reports (a test changes it to fake a restarted server).
     pub server_pid: Option<u32>,
@@ -35,6 +36,9 @@ pub struct FakeState {
     pub hook_refusal: Option<TmuxError>,
     /// When set, `new_session` fails with this error after recording the call (no session appears).
     pub new_refusal: Option<TmuxError>,
+    /// The `$N` of each live session, given when the session is first seen and never again.
+    pub ids: BTreeMap<String, u32>,
+    pub next_id: u32,
 }
 
 impl Default for FakeState {
@@ -51,6 +55,8 @@ impl Default for FakeState {
             env: BTreeMap::new(),
             hook_refusal: None,
             new_refusal: None,
+            ids: BTreeMap::new(),
+            next_id: 0,
         }
     }
 }
@@ -102,6 +108,19 @@ impl FakeTmux {
         self.0.borrow().calls.iter().filter(|c| c.starts_with(prefix)).count()
     }
 
+    /// Forgets the ids of sessions no longer live and gives one to each live session without.
+    fn number_sessions(state: &mut FakeState) {
+        let live = state.live.clone();
+        state.ids.retain(|name, _| live.contains(name));
+        for name in live {
+            if !state.ids.contains_key(&name) {
+                let id = state.next_id;
+                state.next_id += 1;
+                state.ids.insert(name, id);
+            }
+        }
+    }
+
     fn listing(&self, call: &str) -> Result<Vec<String>, TmuxError> {
         let mut state = self.state();
         state.calls.push(call.to_owned());
@@ -138,6 +157,7 @@ impl TmuxApi for FakeTmux {
             return Err(err);
         }
         if !state.live.iter().any(|n| n == request.name.as_str()) {
+            state.ids.remove(request.name.as_str());
             state.live.push(request.name.to_string());
             state.env.insert(request.name.to_string(), request.env.clone());
         }
@@ -148,7 +168,29 @@ impl TmuxApi for FakeTmux {
         state.calls.push(format!("kill {name}"));
         let before = state.live.len();
         state.live.retain(|n| n != name.as_str());
+        state.ids.remove(name.as_str());
         Ok(if state.live.len() < before { Killed::Yes } else { Killed::AlreadyGone })
+    }
+    fn session_ids(&self) -> Result<Vec<(String, SessionId)>, TmuxError> {
+        let live = self.listing("ids")?;
+        let mut state = self.state();
+        Self::number_sessions(&mut state);
+        let pid = state.server_pid.unwrap_or_default();
+        Ok(live
+            .into_iter()
+            .filter_map(|name| Some((name.clone(), SessionId::new(pid, *state.ids.get(&name)?))))
+            .collect())
+    }
+    fn kill_session_id(&self, id: &SessionId) -> Result<Killed, TmuxError> {
+        let mut state = self.state();
+        state.calls.push(format!("kill {id}"));
+        Self::number_sessions(&mut state);
+        let pid = state.server_pid.unwrap_or_default();
+        let found = state.ids.iter().find(|(_, n)| SessionId::new(pid, **n) == *id).map(|(name, _)| name.clone());
+        let Some(name) = found else { return Ok(Killed::AlreadyGone) };
+        state.live.retain(|n| *n != name);
+        state.ids.remove(&name);
+        Ok(Killed::Yes)
     }
     fn display(&self, _: &SessionName, _: &str) -> Result<String, TmuxError> {
         Ok(String::new())

@@ -93,6 +93,17 @@ impl Sandbox {
         Self::build(root, None, Some(slot), epilogue, HOME_UNDER_ROOT)
     }
 
+    /// Issue 26: box `k` of a test with several boxes, in box slot `k` with the real epilogue baked for it.
+    pub fn in_box_slot(k: usize) -> Self {
+        let slot = Slot::claim_box(k);
+        let root = slot.root().to_path_buf();
+        let home = root.join("home/agent");
+        let epilogue =
+            bake(&home.join(".config/agent-box/sessions.json"), &home.join(".local/state/agent-box"), Profile::Dev)
+                .unwrap_or_else(|e| panic!("cannot bake the epilogue for box slot {k}: {e}"));
+        Self::build(root, None, Some(slot), epilogue, HOME_UNDER_ROOT)
+    }
+
     fn build(
         root: PathBuf,
         temp: Option<tempfile::TempDir>,

@@ -31,6 +31,18 @@ impl Slot {
         Self { root, _lock: lock }
     }
 
+    /// Issue 26: box slot `k` of a test that runs several boxes at once (`tmp/box-slots/<k>`, with an epilogue of
+    /// its own baked once for its fixed root), claimed with its own lock so that such tests run one at a time.
+    pub fn claim_box(k: usize) -> Self {
+        let base = target_dir().join("tmp/box-slots");
+        fs::create_dir_all(&base).unwrap();
+        let (root, lock) =
+            try_claim(&base, k, Duration::from_secs(3600)).expect("no box slot became free within an hour");
+        wipe(&root);
+        fs::create_dir_all(&root).unwrap();
+        Self { root, _lock: lock }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -36,6 +36,12 @@ pub struct InstallArgs {
     /// docs/notification.md and docs/examples/notify-gh.sh).
     #[arg(long, value_name = "PATH")]
     on_outcome: Option<PathBuf>,
+    /// Event batches the intake queue holds at once (AGENT_BOX_QUEUE_MAX, default 500; docs/intake.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    queue_max: Option<u64>,
+    /// Seconds a queued batch may wait for a slot (AGENT_BOX_QUEUE_MAX_AGE, default 86400, at most 604800).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(60..=604_800))]
+    queue_max_age: Option<u64>,
 }
 
 /// Arguments of `cargo xtask uninstall`.
@@ -112,6 +118,7 @@ fn inputs(args: &InstallArgs) -> Result<Inputs, Stop> {
         agents,
         default_agent,
         unit: !args.no_unit,
+        queue: install::QueueBounds { max_records: args.queue_max, max_age_secs: args.queue_max_age },
     };
     inputs.check().map_err(|e| Stop(exit::USAGE, e.to_string()))?;
     Ok(inputs)

@@ -70,8 +70,8 @@ enum Command {
     IntakeBurst(intake_burst::BurstArgs),
     /// Power losses under LazyFS over concurrent writers; check that nothing acknowledged was lost (issue 18).
     Powerloss(powerloss::PowerlossArgs),
-    /// Measure the quality bars of spec 90 (epilogue, tick, add, vanish, rmw, crash, faults, upgrade, golden) and
-    /// write <target>/bench/report.json.
+    /// Measure the quality bars of spec 90 (epilogue, tick, add, vanish, rmw, crash, faults, upgrade, intake,
+    /// golden) and write <target>/bench/report.json.
     Bench(bench::BenchArgs),
 }
 

@@ -34,6 +34,16 @@ pub fn workspace_root() -> PathBuf {
     workspace().root.clone()
 }
 
+/// The project's shared read-only references beside the checkout, as the checks that need them name it.
+pub const SHARED: &str = "../shared";
+
+/// Whether `../shared` is beside the checkout at `root`. The checks that read it (the Nix evaluation, the
+/// power-loss step) skip, saying so, in a clone without it, and fail when it is there but what they need is not
+/// (issue 25): a clone of the repository alone cannot run them, a broken `../shared` must not pass for that.
+pub fn shared_present(root: &Path) -> bool {
+    root.join(SHARED).is_dir()
+}
+
 /// Cargo's target directory for this checkout (`CARGO_TARGET_DIR`, `build.target-dir`, else `<root>/target`).
 pub fn target_dir() -> PathBuf {
     workspace().target.clone()

@@ -50,6 +50,16 @@ pub struct Inputs {
     pub default_agent: String,
     /// Write the systemd user units.
     pub unit: bool,
+    /// Issue 24: the intake queue's bounds (`AGENT_BOX_QUEUE_MAX`, `AGENT_BOX_QUEUE_MAX_AGE`), when given; the
+    /// programs' defaults otherwise. Both the unit and the wrappers carry them, as webhook-spawn enforces the count.
+    pub queue: QueueBounds,
+}
+
+/// `--queue-max N` and `--queue-max-age SECS` of `cargo xtask install`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueBounds {
+    pub max_records: Option<u64>,
+    pub max_age_secs: Option<u64>,
 }
 
 /// Where each installed file lives.
@@ -166,6 +176,12 @@ pub fn environment(inputs: &Inputs) -> Environment {
         ("AGENT_BOX_DEFAULT_AGENT".to_owned(), inputs.default_agent.clone()),
         ("AGENT_BOX_TMUX_BIN".to_owned(), inputs.tmux.display().to_string()),
     ];
+    let bounds =
+        [("AGENT_BOX_QUEUE_MAX", inputs.queue.max_records), ("AGENT_BOX_QUEUE_MAX_AGE", inputs.queue.max_age_secs)];
+    let shared: Vec<(String, String)> = shared
+        .into_iter()
+        .chain(bounds.into_iter().filter_map(|(key, value)| Some((key.to_owned(), value?.to_string()))))
+        .collect();
     let mut unit = vec![
         ("HOME".to_owned(), inputs.home.display().to_string()),
         ("PATH".to_owned(), inputs.path.clone()),
@@ -453,6 +469,7 @@ mod tests {
             agents: vec!["claude".into(), "codex".into(), "shell".into()],
             default_agent: "claude".into(),
             unit: true,
+            queue: QueueBounds::default(),
         }
     }
 
@@ -482,6 +499,19 @@ mod tests {
         add_on_outcome(&env_file, &program).unwrap();
         let want = format!("AGENT_BOX_TMUX_BIN=/usr/bin/tmux\nAGENT_BOX_ON_OUTCOME={}\n", program.display());
         assert_eq!(fs::read_to_string(&env_file).unwrap(), want);
+    }
+
+    /// Issue 24: `--queue-max` and `--queue-max-age` reach the unit's environment file and the wrappers (webhook-spawn
+    /// enforces the count at accept); without them neither carries a bound, and the programs use their defaults.
+    #[test]
+    fn queue_bounds_reach_the_unit_and_the_wrappers_only_when_given() {
+        let plain = inputs();
+        assert!(!env_file_text(&plain).contains("AGENT_BOX_QUEUE"));
+        let bounded = Inputs { queue: QueueBounds { max_records: Some(50), max_age_secs: Some(3600) }, ..inputs() };
+        let env = env_file_text(&bounded);
+        assert!(env.contains("AGENT_BOX_QUEUE_MAX=50\n") && env.contains("AGENT_BOX_QUEUE_MAX_AGE=3600\n"), "{env}");
+        let shared = environment(&bounded).shared;
+        assert!(shared.contains(&("AGENT_BOX_QUEUE_MAX".to_owned(), "50".to_owned())), "{shared:?}");
     }
 
     #[test]

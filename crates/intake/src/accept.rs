@@ -60,7 +60,10 @@ pub fn accept(
         return Ok(joined);
     }
     let mut queued = listing.queued.len();
-    for oldest in listing.queued.iter().take(excess(queued, bounds)) {
+    // A record being admitted may already be a session (a crash after its lease, IN-12): the next tick finishes
+    // it, so it is not the one to expire.
+    let expirable = listing.queued.iter().filter(|id| !listing.intents.contains(id));
+    for oldest in expirable.take(excess(queued, bounds)) {
         if let Ok(record) = site.queue.read(oldest) {
             end(site.queue, site.log, oldest, &record, How::Expired, site.now, None)
                 .map_err(|err| IntakeError::write(site.queue.dir(), err))?;
@@ -69,9 +72,9 @@ pub fn accept(
     }
     let id = RecordId::new(Queue::next_seq(&listing, SystemTime::now()), &incoming.record.assignment);
     site.queue.create(&id, &incoming.record)?;
-    let alone = queued == 0 && listing.intents.is_empty();
+    let alone = site.admit_at_once && queued == 0 && listing.intents.is_empty();
     let why = if alone {
-        match admit_record(site, guard, &id, &incoming.record, Waited::Quiet) {
+        match admit_record(site, guard, &id, &incoming.record, Waited::Quiet, None) {
             Admission::Admitted(admitted) => return Ok(Accepted::Admitted(admitted)),
             Admission::Claimed { by, key } => return Ok(Accepted::Claimed { key, by }),
             Admission::Waits(Waiting::Full { used, max }) => {
@@ -128,7 +131,10 @@ fn join_queued(site: &Site<'_>, listing: &Listing, incoming: &Incoming) -> Resul
             drop(site.log.append_intake(&noted));
             return Ok(Some(Accepted::Duplicate { key, how: "queued".to_owned(), name: None }));
         }
-        if listing.intents.contains(id) {
+        // A record being admitted or ended takes no more batches (a redelivery of its own keys is still answered
+        // as a duplicate, above): its session may already have its prompt, or its end be announced (IN-12); the
+        // batch becomes a record of its own.
+        if listing.in_progress(id) {
             continue;
         }
         record.batches.extend(incoming.record.batches.iter().cloned());

@@ -32,6 +32,18 @@ pub struct Site<'a> {
     /// The peers report of the kickoff prompt, as of now.
     pub peers: &'a dyn Fn() -> String,
     pub now: i64,
+    /// Issue 26: false on a box with a claims database, where only the supervisor admits (it takes the claim first):
+    /// webhook-spawn then only queues.
+    pub admit_at_once: bool,
+}
+
+/// Issue 26 (docs/boxes.md BX-4): the claim an admission was won with, taken before the registry lock.
+#[derive(Debug, Clone)]
+pub struct WonClaim {
+    pub life: lease::Gen,
+    pub box_label: String,
+    /// The box whose term had ended when this one took the claim over (BX-7).
+    pub taken_over_from: Option<String>,
 }
 
 impl std::fmt::Debug for Site<'_> {
@@ -46,6 +58,7 @@ pub struct Admitted {
     pub name: SessionName,
     pub harness: String,
     pub key: String,
+    pub assignment: String,
     /// Seconds since the record was accepted.
     pub waited: i64,
     /// Warnings of the start (W1 key too long, W7 filter not written), for the caller to print or log.
@@ -90,24 +103,25 @@ pub enum Waited {
 pub fn admit_next(site: &Site<'_>, guard: &RegistryLock) -> Admission {
     let Ok(listing) = site.queue.list() else { return Admission::Empty };
     for id in &listing.queued {
-        if listing.intents.contains(id) {
+        if listing.in_progress(id) {
             continue;
         }
         match site.queue.read(id) {
-            Ok(record) => return admit_record(site, guard, id, &record, Waited::Say),
+            Ok(record) => return admit_record(site, guard, id, &record, Waited::Say, None),
             Err(_) => continue,
         }
     }
     Admission::Empty
 }
 
-/// Admits record `id` (IN-11).
+/// Admits record `id` (IN-11), with the claim it was won with on a box with a claims database (BX-4).
 pub fn admit_record(
     site: &Site<'_>,
     guard: &RegistryLock,
     id: &RecordId,
     record: &Record,
     waited: Waited,
+    claim: Option<&WonClaim>,
 ) -> Admission {
     let key = record.key.clone();
     let failed = |why: String| Admission::Failed { key: key.clone(), why };
@@ -132,12 +146,12 @@ pub fn admit_record(
     if let Some(waiting) = capacity(site, live, &doc, &name) {
         return Admission::Waits(waiting);
     }
-    let life = lease::Gen::random();
+    let life = claim.map_or_else(lease::Gen::random, |c| c.life.clone());
     let intent = Intent { name: name.to_string(), lease_gen: life.to_string(), at: base::time::format_iso(site.now) };
     if let Err(err) = site.queue.write_intent(id, &intent) {
         return failed(format!("could not record its admission: {err}"));
     }
-    let started = start(site, guard, &mut doc, record, &name, &life, waited, id);
+    let started = start(site, guard, &mut doc, (record, id), &name, &life, waited, claim);
     match started {
         Ok(notes) => {
             let at = base::time::format_iso(site.now);
@@ -146,7 +160,8 @@ pub fn admit_record(
                 site.queue.bury(record, How::Admitted, Some(name.as_str()), &at).and_then(|()| site.queue.remove(id));
             let waited = (site.now - id.accepted_secs()).max(0);
             let harness = record.harness.clone();
-            Admission::Admitted(Box::new(Admitted { name, harness, key, waited, notes, document: doc }))
+            let assignment = record.assignment.clone();
+            Admission::Admitted(Box::new(Admitted { name, harness, key, assignment, waited, notes, document: doc }))
         }
         Err(why) => {
             let _ = site.queue.remove_intent(id);
@@ -181,11 +196,11 @@ fn start(
     site: &Site<'_>,
     guard: &RegistryLock,
     doc: &mut Document,
-    record: &Record,
+    (record, id): (&Record, &RecordId),
     name: &SessionName,
     life: &lease::Gen,
     waited: Waited,
-    id: &RecordId,
+    claim: Option<&WonClaim>,
 ) -> Result<Vec<String>, String> {
     let mut notes = Vec::new();
     if too_long(&record.name_stem) {
@@ -210,9 +225,11 @@ fn start(
         }
     };
     let waited_secs = (waited == Waited::Say).then(|| (site.now - id.accepted_secs()).max(0));
-    let prompt = session::prompt(record, name, seeded, &(site.peers)(), waited_secs);
+    let from = claim.and_then(|c| c.taken_over_from.as_deref());
+    let prompt = session::prompt(record, name, seeded, &(site.peers)(), waited_secs, from);
+    let box_label = claim.map(|c| c.box_label.as_str());
     if record.seed
-        && let Err(err) = lease_with_spawn(site, record, name, life)
+        && let Err(err) = lease_with_spawn(site, record, name, life, box_label)
     {
         unfilter();
         return Err(format!(
@@ -234,7 +251,13 @@ fn start(
 
 /// The spawn record, then the lease, in one step under the lease lock (issue 18: every lease has its spawn
 /// record), both carrying the record's key.
-fn lease_with_spawn(site: &Site<'_>, record: &Record, name: &SessionName, life: &lease::Gen) -> Result<(), String> {
+fn lease_with_spawn(
+    site: &Site<'_>,
+    record: &Record,
+    name: &SessionName,
+    life: &lease::Gen,
+    box_label: Option<&str>,
+) -> Result<(), String> {
     let own = own(record);
     let object = session::lease_object(record);
     let spawn = SpawnRecord {
@@ -244,26 +267,30 @@ fn lease_with_spawn(site: &Site<'_>, record: &Record, name: &SessionName, life: 
         object: object.as_deref(),
         count: session::count(record),
         intake: Some(&record.key),
+        claim: box_label.map(|label| (record.assignment.as_str(), label)),
     };
     site.leases.create_with_spawn(&spawn, life.clone(), site.log).map(drop).map_err(|err| err.to_string())
 }
 
-/// What [`recover`] did with one interrupted admission.
+/// What [`recover`] did with one interrupted admission or end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recovered {
     /// The session had been made (its lease or entry is there): the admission was finished.
     Finished { key: String, name: String },
     /// Nothing of the session was made: the record waits again; an orphan spawn record got its end record.
     TakenBack { key: String, name: String },
+    /// An end (claimed, expired, removed) was begun: it was finished, its end record written again.
+    Ended { key: String, how: How },
     /// The record was already gone; only its intent was left.
     Cleared,
 }
 
 /// Finishes or takes back every admission a crash interrupted (IN-12), under `guard`: an intent whose lease (or,
-/// unseeded, entry) exists is rolled forward; one whose session was never made is rolled back.
+/// unseeded, entry) exists is rolled forward; one whose session was never made is rolled back. Every end that
+/// was begun is finished.
 pub fn recover(site: &Site<'_>, guard: &RegistryLock) -> Vec<Recovered> {
     let Ok(listing) = site.queue.list() else { return Vec::new() };
-    let mut done = Vec::new();
+    let mut done = recover_ends(site, &listing);
     for id in &listing.intents {
         let record = site.queue.read(id);
         let intent = site.queue.read_intent(id);
@@ -275,6 +302,25 @@ pub fn recover(site: &Site<'_>, guard: &RegistryLock) -> Vec<Recovered> {
             continue;
         };
         done.extend(recover_one(site, guard, id, &record, &intent));
+    }
+    done
+}
+
+/// IN-12: a record with an end intent is ended as the intent says (its end record was announced, or was about
+/// to be: it must not be admitted now); an end intent without its record only goes.
+fn recover_ends(site: &Site<'_>, listing: &crate::queue::Listing) -> Vec<Recovered> {
+    let mut done = Vec::new();
+    for id in &listing.ends {
+        if !listing.queued.contains(id) {
+            if site.queue.remove_end(id).is_ok() {
+                done.push(Recovered::Cleared);
+            }
+            continue;
+        }
+        let (Ok(record), Some(intent)) = (site.queue.read(id), site.queue.read_end(id)) else { continue };
+        if end(site.queue, site.log, id, &record, intent.how, site.now, intent.by.as_deref()).is_ok() {
+            done.push(Recovered::Ended { key: record.key.clone(), how: intent.how });
+        }
     }
     done
 }
@@ -292,9 +338,9 @@ fn recover_one(
     let lease_made =
         matches!(site.leases.read(&name), LeaseState::Present(l) if l.gen_value() == Some(&intent.lease_gen));
     let entry_made = doc.entry(name.as_str()).is_some_and(|e| e.life() == Some(intent.lease_gen.as_str()));
-    // A `refused` end says the session never started (this step's own take-back, or a failed entry write): the
-    // admission is still to be taken back, not finished.
-    let ended = logged_after(site.log, &name, &intent.at, |v| is(v, "what", "end") && !is(v, "how", "refused"));
+    // An end that is not `refused`: the session ran and ended. A `refused` one is the admission giving up (its
+    // lease could not be written) before it could remove its intent: nothing ran, so it is taken back.
+    let ended = logged_after(site.log, &name, &intent.at, "end", |how| how != Some("refused"));
     if lease_made || entry_made || ended {
         if lease_made && !entry_made && !ended {
             finish_entry(site, guard, doc, record, &name, &intent.lease_gen)?;
@@ -304,7 +350,7 @@ fn recover_one(
         site.queue.remove(id).ok()?;
         return Some(Recovered::Finished { key, name: name.to_string() });
     }
-    if logged_after(site.log, &name, &intent.at, |v| is(v, "what", "spawn")) {
+    if logged_after(site.log, &name, &intent.at, "spawn", |_| true) {
         drop(site.log.append_end(&name, &EndHow::Refused, None));
     }
     let _ = std::fs::remove_file(filter_path(record, &name));
@@ -322,20 +368,27 @@ fn finish_entry(
     life: &str,
 ) -> Option<()> {
     let seeded = filter_path(record, name).exists();
-    let prompt = session::prompt(record, name, seeded, &(site.peers)(), None);
+    let prompt = session::prompt(record, name, seeded, &(site.peers)(), None, None);
     doc.insert_new(name, session::entry(record, &prompt, life, site.now)).ok()?;
     write_document(guard, &doc).ok()
 }
 
-/// Whether the hook log holds a line of `name` written no earlier than `since` for which `kind` holds (the log is
-/// bounded, so this reads at most its 400 lines).
-fn logged_after(log: &HookLog, name: &SessionName, since: &str, kind: impl Fn(&Value) -> bool) -> bool {
+/// Whether the hook log holds a `what` line of `name` written no earlier than `since` whose `how` satisfies `how`
+/// (the log is bounded, so this reads at most its 400 lines).
+fn logged_after(
+    log: &HookLog,
+    name: &SessionName,
+    since: &str,
+    what: &str,
+    how: impl Fn(Option<&str>) -> bool,
+) -> bool {
     let Ok(lines) = log.tail(lease::TRIM_ABOVE_LINES + 1) else { return false };
     lines.iter().any(|line| match line {
         LogLine::Parsed(value) => {
-            kind(value)
+            is(value, "what", what)
                 && is(value, "name", name.as_str())
                 && value.get("at").and_then(Value::as_str).is_some_and(|at| at >= since)
+                && how(value.get("how").and_then(Value::as_str))
         }
         LogLine::Raw(_) => false,
     })

@@ -1,12 +1,13 @@
 //! How a record leaves the queue without a session (docs/intake.md IN-8): `claimed` by a live session,
-//! `expired` past a bound, `removed` by the operator. Each writes its end record to the hook log first (durable),
+//! `expired` past a bound, `removed` by the operator. Each first records that the end is begun (`<stem>.end`, so
+//! the next tick finishes an end a crash interrupted, IN-12), then writes its end record to the hook log (durable),
 //! then the tombstones of its keys, then removes the record; an expired record is kept under `ended/` as an
 //! unresolved row until the operator removes it, and the outcome notifier is told of it.
 
 use agent_box_types::intake::{How, IntakeLine, Record};
 use lease::HookLog;
 
-use crate::queue::{Queue, RecordId};
+use crate::queue::{EndIntent, Queue, RecordId};
 
 /// The hook-log line of an intake step for `record`.
 pub fn line(record: &Record, id: &RecordId, how: &str, now: i64, by: Option<&str>) -> IntakeLine {
@@ -24,9 +25,10 @@ pub fn line(record: &Record, id: &RecordId, how: &str, now: i64, by: Option<&str
     }
 }
 
-/// Ends queued record `id` as `how` (claimed, expired or removed): end record, tombstones, the ended row for an
-/// expired record, then the record removed. An error leaves the record queued (a later step ends it again; the
-/// end record may then appear twice, never not at all).
+/// Ends queued record `id` as `how` (claimed, expired or removed): the end intent, the end record, tombstones,
+/// the ended row for an expired record, then the record removed. An error after the intent leaves the record
+/// queued with its intent, and the next tick's [`crate::admit::recover`] ends it again (the end record may then
+/// appear twice, never not at all); an error writing the intent changes nothing.
 pub fn end(
     queue: &Queue,
     log: &HookLog,
@@ -36,8 +38,9 @@ pub fn end(
     now: i64,
     by: Option<&str>,
 ) -> std::io::Result<()> {
-    drop(log.append_intake(&line(record, id, how.as_str(), now, by)));
     let at = base::time::format_iso(now);
+    queue.write_end(id, &EndIntent { how, by: by.map(str::to_owned), at: at.clone() })?;
+    drop(log.append_intake(&line(record, id, how.as_str(), now, by)));
     if how == How::Expired {
         let ended = Record { outcome: Some("expired".to_owned()), ended_at: Some(at.clone()), ..record.clone() };
         queue.keep_ended(id, &ended)?;

@@ -15,6 +15,7 @@ pub mod claim;
 pub mod end;
 pub mod error;
 pub mod key;
+pub mod marker;
 pub mod name;
 pub mod owner;
 pub mod predicate;

@@ -28,6 +28,8 @@ pub struct Parts<'a> {
     /// Issue 24: how long the events waited in the intake queue, as a paragraph after the first; `None` for a
     /// batch admitted when it arrived (the prompt is then the one of before).
     pub waited: Option<&'a str>,
+    /// Issue 26 (docs/boxes.md BX-7): the box whose claim ran out before this one took the work over.
+    pub taken_over: Option<&'a str>,
 }
 
 /// The armed assignment sentence.
@@ -56,6 +58,9 @@ pub fn render(parts: &Parts<'_>) -> String {
     )];
     if let Some(waited) = parts.waited {
         paragraphs.push(waited.to_owned());
+    }
+    if let Some(taken_over) = parts.taken_over {
+        paragraphs.push(taken_over.to_owned());
     }
     if let Some((own, key)) = parts.ownership {
         paragraphs.push(ownership(own, key, parts.claude));
@@ -189,6 +194,7 @@ mod tests {
             peers: "P",
             batch: "B",
             waited: None,
+            taken_over: None,
         };
         let plain = render(&parts);
         assert!(!plain.contains("already subscribed"));

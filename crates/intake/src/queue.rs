@@ -6,6 +6,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_box_types::intake::{How, Record, Tombstone};
@@ -71,11 +72,61 @@ pub struct Intent {
     pub at: String,
 }
 
+/// The end in progress of a record leaving the queue without a session (IN-8, IN-12): written before its end line,
+/// removed with the record, so that the next tick finishes an end a crash interrupted instead of admitting the
+/// record after its end was announced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndIntent {
+    pub how: How,
+    pub by: Option<String>,
+    pub at: String,
+}
+
 /// What a listing of the queue directory found, each list in order of acceptance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
     pub queued: Vec<RecordId>,
     pub intents: Vec<RecordId>,
+    /// Records whose end was begun (`<stem>.end`).
+    pub ends: Vec<RecordId>,
+}
+
+impl Listing {
+    /// Whether `id` is being admitted or ended: neither admitted nor joined nor expired as a plain queued record.
+    pub fn in_progress(&self, id: &RecordId) -> bool {
+        self.intents.contains(id) || self.ends.contains(id)
+    }
+}
+
+/// The identity of the queue directory as `stat(2)` gives it: any entry created, removed or renamed in it changes
+/// its modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DirStamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+}
+
+impl DirStamp {
+    fn of(meta: &fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self { dev: meta.dev(), ino: meta.ino(), mtime: (meta.mtime(), meta.mtime_nsec()) }
+    }
+
+    /// Whether a change after `now` is sure to give another stamp: the file system's clock may lag by a tick, so a
+    /// change in the same instant as the one stamped could leave the stamp as it was; one a second old cannot.
+    fn settled(&self, now: SystemTime) -> bool {
+        let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        self.mtime.0 < secs - 1
+    }
+}
+
+/// The last listing of the queue directory, kept while the directory is unchanged (issue 24, Q14): an idle tick
+/// on a full box then costs one `stat` instead of reading the names of every queued record.
+#[derive(Debug, Default)]
+pub struct ListingCache {
+    stamp: Option<DirStamp>,
+    listing: Arc<Listing>,
 }
 
 /// A record file that exists but does not read as a record.
@@ -105,6 +156,10 @@ impl Queue {
         self.dir.join(format!("{}.admit", id.stem()))
     }
 
+    fn end_path(&self, id: &RecordId) -> PathBuf {
+        self.dir.join(format!("{}.end", id.stem()))
+    }
+
     pub fn ended_dir(&self) -> PathBuf {
         self.dir.join("ended")
     }
@@ -129,11 +184,33 @@ impl Queue {
             match (RecordId::parse(&stem), ext.as_str()) {
                 (Some(id), "json") => listing.queued.push(id),
                 (Some(id), "admit") => listing.intents.push(id),
+                (Some(id), "end") => listing.ends.push(id),
                 _ => {}
             }
         }
         listing.queued.sort();
         listing.intents.sort();
+        listing.ends.sort();
+        Ok(listing)
+    }
+
+    /// [`Queue::list`], or the listing in `cache` when the directory has not changed since it was taken. The
+    /// directory is stamped before it is read, so a change during the read gives the next call another stamp; a
+    /// stamp younger than a second is not kept (see [`DirStamp::settled`]).
+    pub fn list_cached(&self, cache: &mut ListingCache, now: SystemTime) -> Result<Arc<Listing>, IntakeError> {
+        let stamp = match fs::metadata(&self.dir) {
+            Ok(meta) => DirStamp::of(&meta),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                *cache = ListingCache::default();
+                return Ok(Arc::default());
+            }
+            Err(err) => return Err(IntakeError::list(&self.dir, err)),
+        };
+        if cache.stamp == Some(stamp) {
+            return Ok(Arc::clone(&cache.listing));
+        }
+        let listing = Arc::new(self.list()?);
+        *cache = ListingCache { stamp: Some(stamp).filter(|s| s.settled(now)), listing: Arc::clone(&listing) };
         Ok(listing)
     }
 
@@ -179,7 +256,8 @@ impl Queue {
     /// the names keep the order in which the records were accepted under the lock.
     pub fn next_seq(listing: &Listing, now: SystemTime) -> u64 {
         let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        let newest = listing.queued.iter().chain(&listing.intents).map(|id| id.seq).max().unwrap_or(0);
+        let newest =
+            listing.queued.iter().chain(&listing.intents).chain(&listing.ends).map(|id| id.seq).max().unwrap_or(0);
         now.max(newest.saturating_add(1))
     }
 
@@ -200,10 +278,11 @@ impl Queue {
         registry::write_atomic(&path, &document(record)).map(drop).map_err(|err| IntakeError::write(&path, err))
     }
 
-    /// Removes a queued record and its intent, durably.
+    /// Removes a queued record and its intents (admission, end), durably.
     pub fn remove(&self, id: &RecordId) -> io::Result<()> {
         registry::remove_durable(&self.record_path(id))?;
-        registry::remove_durable(&self.intent_path(id))
+        registry::remove_durable(&self.intent_path(id))?;
+        registry::remove_durable(&self.end_path(id))
     }
 
     /// Keeps an ended record for the operator under `ended/` (IN-10), durably.
@@ -227,6 +306,20 @@ impl Queue {
 
     pub fn remove_intent(&self, id: &RecordId) -> io::Result<()> {
         registry::remove_durable(&self.intent_path(id))
+    }
+
+    /// Records that `id` is being ended as `intent.how`, durably, before anything of the end is written.
+    pub fn write_end(&self, id: &RecordId, intent: &EndIntent) -> io::Result<()> {
+        let bytes = serde_json::to_vec(intent).map_err(io::Error::other)?;
+        registry::write_atomic(&self.end_path(id), &bytes).map(drop)
+    }
+
+    pub fn read_end(&self, id: &RecordId) -> Option<EndIntent> {
+        fs::read(self.end_path(id)).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    }
+
+    pub fn remove_end(&self, id: &RecordId) -> io::Result<()> {
+        registry::remove_durable(&self.end_path(id))
     }
 
     /// The tombstone of `key`, if one was written within the redelivery window (an older one not yet pruned is
@@ -315,9 +408,50 @@ mod tests {
         assert!(RecordId::new(9, "b") < RecordId::new(10, "a"), "zero-padded stamps sort as numbers");
     }
 
+    fn record(key: &str) -> Record {
+        serde_json::from_value(serde_json::json!({
+            "//": "x", "version": 1, "key": key, "assignment": format!("key:{key}"), "source": "github",
+            "routingKey": "acme/x", "nameStem": "acme-x", "topic": "t", "note": "", "object": null, "harness": "tool",
+            "args": [], "seed": false, "filterDir": "/nonexistent", "user": "agent", "acceptedAt": "t", "batches": []
+        }))
+        .unwrap()
+    }
+
+    // issue 24, Q14: an unchanged directory is not read again; any change is seen at the next call.
+    #[test]
+    fn a_listing_is_kept_while_the_directory_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = Queue::new(dir.path().join("queue"));
+        let mut cache = ListingCache::default();
+        assert!(queue.list_cached(&mut cache, SystemTime::now()).unwrap().queued.is_empty(), "no directory yet");
+        queue.create(&RecordId::new(1, "key:a"), &record("a")).unwrap();
+        let later = SystemTime::now() + Duration::from_secs(10);
+        assert_eq!(queue.list_cached(&mut cache, later).unwrap().queued.len(), 1);
+        // A name put there behind the cache's back, the stamp set back as it was: the kept listing is returned,
+        // so the directory was not read again.
+        let stamp = fs::metadata(queue.dir()).unwrap().modified().unwrap();
+        fs::write(queue.dir().join(format!("{}.json", RecordId::new(2, "key:b").stem())), b"{}").unwrap();
+        fs::File::open(queue.dir()).unwrap().set_modified(stamp).unwrap();
+        assert_eq!(queue.list_cached(&mut cache, later).unwrap().queued.len(), 1);
+        // A real change moves the stamp: seen at once.
+        queue.create(&RecordId::new(3, "key:c"), &record("c")).unwrap();
+        assert_eq!(queue.list_cached(&mut cache, later).unwrap().queued.len(), 3);
+    }
+
+    #[test]
+    fn a_stamp_younger_than_a_second_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = Queue::new(dir.path().to_path_buf());
+        let mut cache = ListingCache::default();
+        queue.list_cached(&mut cache, SystemTime::now()).unwrap();
+        assert_eq!(cache.stamp, None, "just made: a change this instant could keep its stamp");
+        queue.list_cached(&mut cache, SystemTime::now() + Duration::from_secs(5)).unwrap();
+        assert!(cache.stamp.is_some());
+    }
+
     #[test]
     fn stamps_only_grow() {
-        let listing = Listing { queued: vec![RecordId::new(u64::from(u32::MAX) * 1000, "a")], intents: vec![] };
+        let listing = Listing { queued: vec![RecordId::new(u64::from(u32::MAX) * 1000, "a")], ..Listing::default() };
         assert_eq!(Queue::next_seq(&listing, UNIX_EPOCH), u64::from(u32::MAX) * 1000 + 1);
         let later = UNIX_EPOCH + Duration::from_secs(2_000_000_000);
         assert_eq!(Queue::next_seq(&listing, later), 2_000_000_000 * 1_000_000_000);

@@ -84,8 +84,16 @@ pub fn waited_text(secs: i64) -> String {
 }
 
 /// The kickoff prompt (§7.4) for `name`; `waited` is the time since acceptance when the record waited in the
-/// queue (a record admitted at once gets the prompt of before, byte for byte).
-pub fn prompt(record: &Record, name: &SessionName, seeded: bool, peers: &str, waited: Option<i64>) -> String {
+/// queue (a record admitted at once gets the prompt of before, byte for byte); `taken_over` the box whose claim
+/// ran out (issue 26, docs/boxes.md BX-7).
+pub fn prompt(
+    record: &Record,
+    name: &SessionName,
+    seeded: bool,
+    peers: &str,
+    waited: Option<i64>,
+    taken_over: Option<&str>,
+) -> String {
     let topic = Some(prose(&record.topic, 1000)).filter(|t| !t.is_empty()).unwrap_or_else(|| "?".into());
     let own = format!("{}:{}", record.source, prose(&record.routing_key, 1000));
     let key = prose(&record.routing_key, 1000);
@@ -107,7 +115,16 @@ pub fn prompt(record: &Record, name: &SessionName, seeded: bool, peers: &str, wa
         peers,
         batch: &bounded_batch(&text),
         waited: waited.as_deref(),
+        taken_over: taken_over.map(taken_over_sentence).as_deref(),
     })
+}
+
+/// BX-7: what a session taken over from a box that stopped answering is told.
+pub fn taken_over_sentence(from: &str) -> String {
+    format!(
+        "This assignment was claimed by box {}, which stopped answering (its claim ran out before this box took it over): check what was already done there (comments, branches, pull requests) before you start again.",
+        prose(from, 200)
+    )
 }
 
 /// §4.1: the shared constructor, ephemeral, origin webhook, `hook` only with the seed; `life` is the lease gen.

@@ -26,6 +26,7 @@ fn main() -> ExitCode {
             object: None,
             count: None,
             intake: None,
+            claim: None,
         };
         match log.append_spawn(&record) {
             Appended::Written | Appended::WrittenAndTrimmed => {}

@@ -232,6 +232,9 @@ impl LeaseDir {
         if let Some(key) = spawn.and_then(|(_, record)| record.intake) {
             map.insert("intake".into(), Value::from(key));
         }
+        if let Some((assignment, label)) = spawn.and_then(|(_, record)| record.claim) {
+            map.insert("claim".into(), serde_json::json!({"assignment": assignment, "box": label}));
+        }
         if let Some((log, record)) = spawn {
             drop(log.append_spawn(record));
         }

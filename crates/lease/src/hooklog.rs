@@ -32,6 +32,9 @@ pub struct SpawnRecord<'a> {
     /// Issue 24: the intake key of the queued record this session was admitted from (docs/intake.md); also
     /// written into the lease.
     pub intake: Option<&'a str>,
+    /// Issue 26: the assignment's claim in the claims database (assignment, box), written into the lease as
+    /// `"claim"` and the box into the spawn record.
+    pub claim: Option<(&'a str, &'a str)>,
 }
 
 /// The result of one append; never a reason to change an exit code.
@@ -83,6 +86,7 @@ impl HookLog {
             object: canonical_object(record.object).map(str::to_owned),
             count: record.count,
             intake: record.intake.map(str::to_owned),
+            box_label: record.claim.map(|(_, label)| label.to_owned()),
         };
         self.append(serde_json::to_vec(&line))
     }
@@ -128,6 +132,10 @@ impl HookLog {
             notified: lease
                 .filter(|_| !matches!(how, EndHow::Died(_)))
                 .and_then(|l| l.outcome().map(|_| l.notified_at().is_some())),
+            by: match how {
+                EndHow::Elsewhere(label) => Some(label.clone()),
+                _ => None,
+            },
         }
     }
 

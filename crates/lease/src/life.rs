@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use base::{SessionName, time};
+use registry::RegistryLock;
 
 use crate::dir::{Found, LeaseDir};
 use crate::error::LeaseError;
@@ -84,6 +85,66 @@ impl LeaseDir {
                 Ok(Changed::Written)
             }
             _ => Ok(Changed::Stale),
+        })
+    }
+
+    /// L-15: a start of a pane bound to this lease ends the absence that a pending restart mark is about, so it takes
+    /// the mark (`Ok(true)`); a mark left by a D12 that could not consume it would otherwise make a later real loss
+    /// of the new pane read as the operator's restart. Called under the registry lock (`_held`), which every
+    /// [`LeaseDir::record_restart`] holds: a mark that the lock-free read does not find cannot appear before that
+    /// lock is released, so a start of a lease without a mark never waits for the lease lock.
+    pub fn take_restart_mark(
+        &self,
+        name: &SessionName,
+        expect: &Expect,
+        _held: &RegistryLock,
+    ) -> Result<bool, LeaseError> {
+        let pending =
+            |found: &Found| matches!(found, Found::Present(lease) if expect.met_by(lease) && lease.restart_pending());
+        if !pending(&self.find(name)) {
+            return Ok(false);
+        }
+        self.locked(|| match self.find(name) {
+            Found::Present(mut lease) if expect.met_by(&lease) && lease.restart_pending() => {
+                lease.raw_mut().shift_remove("restartPending");
+                self.write(name, &lease)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        })
+    }
+
+    /// Puts back the mark [`LeaseDir::take_restart_mark`] took for a start that did not happen (L-9: what a start
+    /// wrote is taken back when `new-session` fails): the absence goes on, and it is still the operator's restart.
+    pub fn put_back_restart_mark(
+        &self,
+        name: &SessionName,
+        expect: &Expect,
+        _held: &RegistryLock,
+    ) -> Result<(), LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(());
+        }
+        self.locked(|| match self.find(name) {
+            Found::Present(mut lease) if expect.met_by(&lease) && !lease.restart_pending() => {
+                lease.raw_mut().insert("restartPending".into(), Value::Bool(true));
+                self.write(name, &lease)
+            }
+            _ => Ok(()),
+        })
+    }
+
+    /// Whether the lease of `name` is the one of gen `lease_gen` and its life was not delisted (`orphanedAt`): read
+    /// under the lease lock, so the answer holds while the caller's registry lock is held (order registry → lease).
+    /// The epilogue asks it of a report without LIFE against an entry naming none (docs/lives.md L-6): a pane
+    /// started for gen G belongs to this entry only while G's lease is there for it, as L-1 would give it G.
+    pub fn binds(&self, name: &SessionName, lease_gen: &Gen) -> Result<bool, LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(false);
+        }
+        let expect = Expect::Gen(lease_gen.clone());
+        self.locked(|| {
+            Ok(matches!(self.find(name), Found::Present(lease) if expect.met_by(&lease) && !lease.orphaned()))
         })
     }
 

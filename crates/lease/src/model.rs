@@ -109,6 +109,10 @@ pub enum EndHow {
     Swept,
     /// webhook-spawn wrote the spawn record and then deferred the batch (issue 18): the session never started.
     Refused,
+    /// Issue 26 (docs/boxes.md BX-8): another box holds the assignment's claim now; the local session ended.
+    Elsewhere(String),
+    /// Issue 26 (BX-6): the operator gave the claim up for another box to take (`agent-box-session release`).
+    Released,
 }
 
 impl fmt::Display for EndHow {
@@ -120,6 +124,8 @@ impl fmt::Display for EndHow {
             Self::Reaped => f.write_str("reaped"),
             Self::Swept => f.write_str("swept"),
             Self::Refused => f.write_str("refused"),
+            Self::Elsewhere(_) => f.write_str("elsewhere"),
+            Self::Released => f.write_str("released"),
         }
     }
 }
@@ -176,6 +182,12 @@ impl Lease {
         self.text("outcome")
     }
     /// True when `outcome` holds anything but null: the first outcome wins.
+    /// Issue 26: the claim of the assignment in the claims database (`{"assignment", "box"}`), when it has one.
+    pub fn claim(&self) -> Option<(&str, &str)> {
+        let claim = self.map.get("claim")?.as_object()?;
+        Some((claim.get("assignment")?.as_str()?, claim.get("box")?.as_str()?))
+    }
+
     pub fn outcome_is_set(&self) -> bool {
         self.map.get("outcome").is_some_and(|v| !v.is_null())
     }

@@ -111,6 +111,15 @@ impl LeaseDir {
         pending_of(name.clone(), self.read(name))
     }
 
+    /// The undelivered outcome of `name`'s lease, read under the lease lock, so that a caller holding the registry
+    /// lock decides on what no registry-lock holder can be changing (the reap, N-11).
+    pub fn pending_outcome_locked(&self, name: &SessionName) -> Result<Option<PendingOutcome>, LeaseError> {
+        if self.nothing_there(name) {
+            return Ok(None);
+        }
+        self.locked(|| Ok(pending_of(name.clone(), self.read(name))))
+    }
+
     /// The notifier exited 0 for `key` (N-4): `notifiedAt`, under the lock, only while the lease carries `key`.
     /// `Stale` when it carries another outcome or life; `AlreadySet` when another supervisor recorded it first.
     pub fn record_delivered(&self, name: &SessionName, key: &OutcomeKey) -> Result<Changed, LeaseError> {

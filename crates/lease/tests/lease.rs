@@ -394,6 +394,7 @@ fn ls_11_12_hook_log_trims_repairs_and_fixes_mode() {
         object: Some(""),
         count: parse_count("x"),
         intake: None,
+        claim: None,
     };
     assert!(matches!(fx.log().append_spawn(&record), Appended::WrittenAndTrimmed));
     let text = fs::read_to_string(&path).unwrap();
@@ -413,6 +414,7 @@ fn ls_11_12_hook_log_trims_repairs_and_fixes_mode() {
         object: Some("7"),
         count: parse_count("3"),
         intake: None,
+        claim: None,
     };
     assert!(matches!(fx.log().append_spawn(&record), Appended::Written));
     let text = fs::read_to_string(&path).unwrap();
@@ -437,6 +439,7 @@ fn ls_11_12_spawn_record_shape() {
         object: Some("4242"),
         count: Some(1),
         intake: None,
+        claim: None,
     };
     fx.log().with_clock(at_t0).append_spawn(&record);
     assert_eq!(
@@ -686,6 +689,46 @@ fn a_withdrawn_restart_leaves_the_absence_a_loss() {
     assert_eq!(dir.withdraw_restart(&hook, &Expect::Any).unwrap(), Changed::Written);
     assert_eq!(dir.note_absence(&hook, &Expect::Any).unwrap(), Changed::Written);
     assert_eq!(dir.outcome(&hook), Some(Outcome::Vanished));
+}
+
+/// L-15: a start takes the pending mark of its own lease, under the registry lock, and without the lease lock when
+/// there is none; a start that did not happen puts it back.
+#[test]
+fn a_start_takes_the_restart_mark_of_its_lease_and_puts_it_back_when_it_did_not_happen() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    let g = dir.create(&hook, "github:a/b", None, None).unwrap();
+    let (own, other) = (Expect::Gen(g), Expect::Gen(Gen::random()));
+    let registry = fx.state.join("sessions.json");
+    let locked = |section: &dyn Fn(&registry::RegistryLock)| {
+        registry::with_lock(&registry, Duration::from_secs(2), registry::LockPolicy::SUPERVISOR, |held| section(held))
+            .unwrap();
+    };
+    locked(&|held| {
+        let lease_lock = HeldLock::now(&fx.state.join("lease/.lock"));
+        assert!(!dir.take_restart_mark(&hook, &own, held).unwrap(), "no mark: the lease lock is not needed");
+        drop(lease_lock);
+    });
+    dir.record_restart(&hook, &own, None).unwrap();
+    locked(&|held| {
+        assert!(!dir.take_restart_mark(&hook, &other, held).unwrap(), "another life's start takes nothing");
+        let lease_lock = HeldLock::now(&fx.state.join("lease/.lock"));
+        assert!(matches!(dir.take_restart_mark(&hook, &own, held), Err(LeaseError::Busy { .. })));
+        drop(lease_lock);
+        assert!(dir.take_restart_mark(&hook, &own, held).unwrap());
+        assert!(!dir.take_restart_mark(&hook, &own, held).unwrap(), "taken once");
+    });
+    assert_eq!(dir.note_absence(&hook, &own).unwrap(), Changed::Written, "the next absence is a loss");
+    let h2 = name("hook-b");
+    let g2 = dir.create(&h2, "github:a/b", None, None).unwrap();
+    let own2 = Expect::Gen(g2);
+    dir.record_restart(&h2, &own2, None).unwrap();
+    locked(&|held| {
+        assert!(dir.take_restart_mark(&h2, &own2, held).unwrap());
+        dir.put_back_restart_mark(&h2, &own2, held).unwrap();
+    });
+    assert_eq!(dir.note_absence(&h2, &own2).unwrap(), Changed::Restarted, "the mark was put back");
 }
 
 /// L-4: the lease of an older life of a listed name is marked vanished and swept after the grace; the lease of

@@ -23,7 +23,7 @@ pub enum Life {
     Exact(String),
     /// No fourth argument (a pane of an older supervisor) but a GEN: a pane is only ever bound to the lease whose
     /// gen is its entry's life, so an entry that names another life is another life's; an entry naming none is
-    /// not checked.
+    /// this pane's only while that gen's lease is there for it (the registry step checks, L-6).
     FromGen(String),
     /// Neither: nothing to check, as before.
     Unknown,

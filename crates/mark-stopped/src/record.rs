@@ -35,9 +35,11 @@ enum Registry {
 pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
     let target = if report.status == 0 { ("stopped", Value::Bool(true)) } else { ("died", Value::from(report.status)) };
     let life = &report.life;
+    let leases = LeaseDir::new(state_dir.join("lease"));
+    let owner = Owner { state_dir, leases: &leases };
     let mut outcome = Registry::Retry;
     for pass in 0..PASSES {
-        outcome = registry_pass(registry, &report.name, &target, life);
+        outcome = registry_pass(registry, &report.name, &target, life, &owner);
         if outcome != Registry::Retry {
             break;
         }
@@ -45,7 +47,6 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
             std::thread::sleep(PAUSE_BETWEEN_PASSES);
         }
     }
-    let leases = LeaseDir::new(state_dir.join("lease"));
     let log = HookLog::new(state_dir.join("hook-sessions.jsonl"));
     let log = (outcome != Registry::EntryAbsent).then_some(&log);
     // A stale report still settles its own life's lease (its gen guards that), but nothing unleased or unguarded.
@@ -62,14 +63,20 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
 /// One pass: lock-free read, lock, re-read, decide, write, verify, release. The lock-free read already
 /// settles the cases that need no write (absent entry, target state), so they never open the lock; reads that
 /// return the bytes already seen are not looked at again.
-fn registry_pass(registry: &Path, name: &SessionName, target: &(&str, Value), life: &Life) -> Registry {
+fn registry_pass(
+    registry: &Path,
+    name: &SessionName,
+    target: &(&str, Value),
+    life: &Life,
+    owner: &Owner<'_>,
+) -> Registry {
     let Raw::Bytes(seen) = read_raw(registry) else { return Registry::Done };
     let Some(view) = View::of(&seen, name) else { return Registry::Done };
     if let Some(settled) = view.settled(name, target, life) {
         return settled;
     }
     with_lock(registry, LOCK_WAIT, registry::LockPolicy::EPILOGUE, |_| {
-        locked_pass(registry, name, target, life, &seen, view)
+        locked_pass(registry, name, target, life, &seen, view, owner)
     })
     .unwrap_or(Registry::Retry)
 }
@@ -83,13 +90,14 @@ fn locked_pass(
     life: &Life,
     seen: &[u8],
     view: View<'_>,
+    owner: &Owner<'_>,
 ) -> Registry {
     if holds_exactly(registry, &[seen]).unwrap_or(false) {
-        return write_and_verify(registry, name, target, life, view);
+        return write_and_verify(registry, name, target, life, view, owner);
     }
     match read_raw(registry) {
         Raw::Bytes(again) => match View::of(&again, name) {
-            Some(fresh) => write_and_verify(registry, name, target, life, fresh),
+            Some(fresh) => write_and_verify(registry, name, target, life, fresh, owner),
             None => Registry::Done,
         },
         _ => Registry::Done,
@@ -103,9 +111,19 @@ fn write_and_verify(
     target: &(&str, Value),
     life: &Life,
     view: View<'_>,
+    owner: &Owner<'_>,
 ) -> Registry {
     if let Some(settled) = view.settled(name, target, life) {
         return settled;
+    }
+    if let Life::FromGen(lease_gen) = life
+        && view.names_no_life(name)
+    {
+        match owner.binds(name, lease_gen) {
+            Some(true) => {}
+            Some(false) => return Registry::Stale,
+            None => return Registry::Retry,
+        }
     }
     let Some(written) = view.edited(name, target) else { return Registry::Done };
     let parts = written.parts();
@@ -124,6 +142,35 @@ fn write_and_verify(
         },
         _ => Registry::Retry,
     }
+}
+
+/// What tells whether a report `NAME STATUS G` without LIFE is the pane of an entry that names no life (L-6).
+struct Owner<'a> {
+    state_dir: &'a Path,
+    leases: &'a LeaseDir,
+}
+
+impl Owner<'_> {
+    /// Asked under the registry lock: the pane is the entry's only on the evidence L-1 would give the entry the
+    /// life G by, a side file that names no life (one that does was written for an entry this one replaced) and
+    /// G's lease, there and not orphaned (read under its lock, OV-5.5). `None`: the lease lock was busy, the pass
+    /// is tried again.
+    fn binds(&self, name: &SessionName, lease_gen: &str) -> Option<bool> {
+        let Some(lease_gen) = lease::Gen::parse(lease_gen) else { return Some(false) };
+        let side = self.state_dir.join("session").join(format!("{name}.json"));
+        if side_names_a_life(&side) {
+            return Some(false);
+        }
+        self.leases.binds(name, &lease_gen).ok()
+    }
+}
+
+/// Whether the supervisor's side file names a life (a UUID under `life`, as the supervisor reads it); a missing or
+/// unreadable one names none.
+fn side_names_a_life(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else { return false };
+    let Ok(Value::Object(side)) = serde_json::from_slice::<Value>(&bytes) else { return false };
+    side.get(registry::LIFE_KEY).and_then(Value::as_str).is_some_and(base::is_uuid)
 }
 
 /// The registry as this pass sees it. A file the workspace wrote is only recognised, and the entry alone parsed and
@@ -173,6 +220,15 @@ impl<'a> View<'a> {
                 Some(_) => None,
             },
         }
+    }
+
+    /// Whether the entry of `name` is an object without a `life` key.
+    fn names_no_life(&self, name: &SessionName) -> bool {
+        let entry = match self {
+            Self::Spliced { entry, .. } => entry.as_ref(),
+            Self::Whole(doc) => doc.entry(name.as_str()).map(|e| e.raw()),
+        };
+        entry.is_some_and(|entry| entry.get(registry::LIFE_KEY).and_then(Value::as_str).is_none())
     }
 
     /// The registry's bytes with the target value set through `entry_mut` (RG-9.2: an existing entry only).

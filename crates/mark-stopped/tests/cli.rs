@@ -554,3 +554,59 @@ fn ms_9_2_9_random_argv_never_breaks_the_contract() {
     }
     assert!(registry::Document::parse(&fs::read(baked.registry()).unwrap()).is_ok());
 }
+
+// L-6 (issue 25): `NAME STATUS G` without LIFE comes from a pane bound to the lease of gen G. Against an entry that
+// names no life (a co-writer's) only that lease, still there and not orphaned, and a side file naming no life (the
+// evidence L-1 gives a life by) say the pane is this entry's; anything else is a late report of an older life.
+#[test]
+fn a_gen_report_without_life_changes_an_entry_without_life_only_for_its_own_lease() {
+    let baked = Baked::dev();
+    let entry = json!({"version": 1, "sessions": {"hook-x": {"agent": "claude", "ephemeral": true}}});
+    let old_gen = "0b6f3c0e-6a51-4b8e-9a3e-2f7d1c4e5a90";
+    let leases = lease::LeaseDir::new(baked.state().join("lease"));
+    let name = base::SessionName::parse("hook-x").unwrap();
+
+    // G_old's lease is gone (rm resolved it); a co-writer added the name again.
+    baked.write_registry(&entry);
+    let before = fs::read(baked.registry()).unwrap();
+    baked.run(&["hook-x", "1", old_gen]);
+    assert!(baked.log_lines().is_empty(), "L-7: {:?}", baked.log_lines());
+    baked.run(&["hook-x", "0", old_gen]);
+    assert_eq!(String::from_utf8_lossy(&fs::read(baked.registry()).unwrap()), String::from_utf8_lossy(&before));
+
+    // Another life's lease is there: still not G_old's entry, and that lease is untouched.
+    let other = baked.create_lease("hook-x");
+    let lease_before = fs::read(baked.lease("hook-x")).unwrap();
+    baked.run(&["hook-x", "1", old_gen]);
+    assert_eq!(fs::read(baked.registry()).unwrap(), before, "a lease of gen {other} does not vouch for {old_gen}");
+    assert_eq!(fs::read(baked.lease("hook-x")).unwrap(), lease_before);
+
+    // The lease of the gen is there but orphaned (L-5): its life was delisted; the entry is a new one.
+    let g = other;
+    leases.mark_orphaned(&name, &lease::Gen::parse(&g).unwrap()).unwrap();
+    baked.run(&["hook-x", "1", &g]);
+    assert_eq!(fs::read(baked.registry()).unwrap(), before, "an orphaned lease does not vouch for the entry");
+    let lease: Value = serde_json::from_slice(&fs::read(baked.lease("hook-x")).unwrap()).unwrap();
+    assert_eq!(lease["outcome"], json!("died:1"), "the report still settles its own lease");
+
+    // A side file that names a life: a newer supervisor's record of another entry; this one replaced it (L-1).
+    leases.finish(&name, &lease::EndHow::Rm, &lease::Expect::Any, None).unwrap();
+    let g = baked.create_lease("hook-x");
+    let side = baked.state().join("session/hook-x.json");
+    fs::create_dir_all(side.parent().unwrap()).unwrap();
+    fs::write(&side, format!(r#"{{"life":"{g}","leaseGen":"{g}"}}"#)).unwrap();
+    baked.run(&["hook-x", "1", &g]);
+    assert_eq!(fs::read(baked.registry()).unwrap(), before, "the side file names a life: the entry is a new one");
+
+    // The pane's own lease, and a side file of an older supervisor (no life): the pane is this entry's.
+    fs::write(&side, format!(r#"{{"leaseGen":"{g}"}}"#)).unwrap();
+    leases.finish(&name, &lease::EndHow::Rm, &lease::Expect::Any, None).unwrap();
+    let g = baked.create_lease("hook-x");
+    baked.run(&["hook-x", "3", &g]);
+    assert_eq!(baked.read_registry()["sessions"]["hook-x"]["died"], json!(3), "its own life's crash");
+    fs::remove_file(&side).unwrap();
+    baked.write_registry(&entry);
+    baked.run(&["hook-x", "0", &g]);
+    assert_eq!(baked.read_registry()["sessions"]["hook-x"]["stopped"], json!(true), "its own life's clean exit");
+    assert!(!baked.lease("hook-x").exists());
+}

@@ -77,6 +77,12 @@ fn validate(ctx: &Context, args: &AddArgs) -> Result<Validated, SessionError> {
         return Err(usage(messages::BAD_ORIGIN));
     }
     let harness = harness(ctx, args)?;
+    // Issue 25: claude would take the `--` before the prompt, and the prompt, as the option's value.
+    if harness == "claude"
+        && let Some(option) = base::claude_args::dangling_value_option(&args.extra_args)
+    {
+        return Err(usage(messages::extra_args_dangling(option)));
+    }
     let cwd = args.cwd.as_deref().map(|cwd| canonical_cwd(ctx, cwd)).transpose()?;
     Ok(Validated {
         name,

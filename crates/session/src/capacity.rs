@@ -17,7 +17,8 @@ use crate::out::Out;
 /// Runs `capacity [--json]`; any policy error is M19 (exit 75, nothing on stdout).
 pub fn capacity(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> {
     let (usage, sets) = evaluate(ctx)?;
-    let text = if json { render_json(usage, &sets)? } else { format!("{usage}\n") };
+    let queued = crate::ls::queue_counts(ctx, out).map(|c| c.queued);
+    let text = if json { render_json(usage, &sets, queued)? } else { render_text(usage, queued) };
     out.bytes(text.as_bytes());
     Ok(())
 }
@@ -42,8 +43,15 @@ fn registry_sessions(ctx: &Context) -> Result<Map<String, Value>, CapacityError>
     }
 }
 
+/// The old helper's `{"used": 1, "max": 2}` with issue 24's `"queued": N` added (still one JSON object; `null` when
+/// the queue could not be read).
+pub fn render_text(usage: Usage, queued: Option<usize>) -> String {
+    let queued = queued.map_or_else(|| "null".to_owned(), |n| n.to_string());
+    format!("{{\"used\": {}, \"max\": {}, \"queued\": {queued}}}\n", usage.used, usage.max)
+}
+
 /// The JSON report of §12.4; every name list is sorted (byte order).
-pub fn render_json(usage: Usage, sets: &Sets) -> Result<String, SessionError> {
+pub fn render_json(usage: Usage, sets: &Sets, queued: Option<usize>) -> Result<String, SessionError> {
     let names = |set: &BTreeSet<String>| set.iter().cloned().collect();
     let used = u64::try_from(usage.used).unwrap_or(u64::MAX);
     let report = CapacityReport {
@@ -54,6 +62,7 @@ pub fn render_json(usage: Usage, sets: &Sets) -> Result<String, SessionError> {
         live: names(&sets.live),
         counted: names(&sets.used),
         died: names(&sets.died),
+        queued,
     };
     pretty(&report).map_err(|e| SessionError::Failed(e.to_string()))
 }
@@ -90,7 +99,7 @@ mod tests {
         std::fs::create_dir_all(ctx.paths.registry().parent().unwrap()).unwrap();
         std::fs::write(ctx.paths.registry(), r#"{"sessions":{"c":{"died":1},"a":{},"s":{"stopped":true},"b":{}}}"#)
             .unwrap();
-        assert_eq!(run(&ctx, false), (0, "{\"used\": 3, \"max\": 3}\n".to_owned()));
+        assert_eq!(run(&ctx, false), (0, "{\"used\": 3, \"max\": 3, \"queued\": 0}\n".to_owned()));
         let (code, text) = run(&ctx, true);
         assert_eq!(code, 0);
         let expected = CapacityReport {
@@ -101,6 +110,7 @@ mod tests {
             live: vec!["b".into(), "c".into(), "z".into()],
             counted: vec!["a".into(), "b".into(), "z".into()],
             died: vec!["c".into()],
+            queued: Some(0),
         };
         assert_eq!(serde_json::from_str::<CapacityReport>(&text).unwrap(), expected);
         assert_eq!(text, pretty(&expected).unwrap());
@@ -118,7 +128,7 @@ mod tests {
         let broken = FakeTmux::unreachable(TmuxError::Timeout);
         assert_eq!(run(&context(home.path(), broken, &env), true), (75, String::new()));
         let ctx = context(home.path(), FakeTmux::live(&[]), &env);
-        assert_eq!(run(&ctx, false), (0, "{\"used\": 0, \"max\": 2}\n".to_owned()));
+        assert_eq!(run(&ctx, false), (0, "{\"used\": 0, \"max\": 2, \"queued\": 0}\n".to_owned()));
         assert!(!ctx.paths.registry().exists(), "a missing registry is not created");
         std::fs::create_dir_all(ctx.paths.registry().parent().unwrap()).unwrap();
         std::fs::write(ctx.paths.registry(), "{").unwrap();

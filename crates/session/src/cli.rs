@@ -37,6 +37,10 @@ env keeps the variables every session gets when it starts (API keys, tokens) in 
 for it without echo on a terminal; values are never printed. A change applies at the next start of each
 session: agent-box-session restart NAME|--all.
 
+queue lists the batches of webhook events that wait in the intake queue for a session slot (a full box accepts
+them there instead of refusing them), oldest first, and the expired ones that never got a session; queue rm KEY
+ends one (no session starts for it) or removes an expired one once a person handled it.
+
 stop keeps the session listed but parked (restart revives it); rm removes it from the list, kills its pane and
 deletes its state.
 
@@ -64,6 +68,8 @@ pub enum Verb {
     Capacity(JsonFlag),
     /// List assignment leases, unresolved first.
     Leases(JsonFlag),
+    /// List the event batches waiting for a session slot (the intake queue), or end one with `queue rm KEY`.
+    Queue(QueueArgs),
     /// Show the newest records of the hook-session log.
     Log(LogArgs),
     /// Attach the terminal to a live session (inside tmux: switch to it).
@@ -110,6 +116,29 @@ pub struct EnvSetArgs {
 #[derive(Debug, Args)]
 pub struct EnvKeyArg {
     /// The variable name.
+    pub key: String,
+}
+
+/// `queue [--json]` or `queue rm KEY`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct QueueArgs {
+    #[command(subcommand)]
+    pub verb: Option<QueueVerb>,
+    /// Print a versioned JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueVerb {
+    /// End a queued batch (no session starts for it) or remove an expired one, with an end record.
+    Rm(QueueKeyArg),
+}
+
+#[derive(Debug, Args)]
+pub struct QueueKeyArg {
+    /// The batch's key (a delivery id, or its `sha256:` key), or a unique prefix of at least six characters.
     pub key: String,
 }
 

@@ -62,6 +62,9 @@ pub enum SessionError {
     /// M34: `peers` could not ask tmux (exit 1).
     #[error("{}", messages::live_unknown(.0))]
     LiveUnknown(String),
+    /// M59: `ls`/`leases` cannot tell whether outcomes are reported (exit 1).
+    #[error("{}", messages::notifier_unknown(&.0.to_string()))]
+    NotifierUnknown(view::notification::MarkerUnknown),
     /// A run-time failure with no message of its own in §14 (exit 1).
     #[error("{0}")]
     Failed(String),
@@ -79,6 +82,7 @@ impl SessionError {
                 exit::FAILURE
             }
             Self::NoFreeName(_) | Self::KillFailed(_) | Self::LiveUnknown(_) | Self::Failed(_) => exit::FAILURE,
+            Self::NotifierUnknown(_) => exit::FAILURE,
             Self::KillsFailedAfterWrite { .. } | Self::PartlyDone(_) => exit::FAILURE,
         }
     }

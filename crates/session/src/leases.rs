@@ -11,15 +11,15 @@ use view::read::read_registry;
 use view::text::{compact, pad, visible};
 
 use crate::error::SessionError;
-use crate::ls::warn_unusable;
+use crate::ls::{notifier_configured, warn_unusable};
 use crate::out::Out;
 
-/// Runs `leases [--json]`; every problem is a warning (§7.4).
+/// Runs `leases [--json]`; every problem is a warning (§7.4) but a notifier marker that cannot be looked at (M59).
 pub fn leases(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> {
     let registry = read_registry(&ctx.paths);
     warn_unusable(ctx, &registry, out);
+    let configured = notifier_configured(ctx)?;
     let rows = rows(&ctx.paths, &registry);
-    let configured = view::notification::configured(&ctx.paths);
     let text = if json { render_json(&rows, configured)? } else { render_text(&rows, configured) };
     out.bytes(text.as_bytes());
     Ok(())

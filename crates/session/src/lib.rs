@@ -15,12 +15,14 @@ pub mod log;
 pub mod ls;
 pub mod messages;
 pub mod out;
+mod pane;
 pub mod peers;
+pub mod queue;
 pub mod restart;
 pub mod rm;
 pub mod stop;
 
-use cli::{EnvVerb, Verb};
+use cli::{EnvVerb, QueueVerb, Verb};
 pub use error::SessionError;
 use out::Out;
 use view::Context;
@@ -42,6 +44,10 @@ pub fn run(ctx: &Context, verb: &Verb, out: &mut Out) -> Result<(), SessionError
         Verb::Peers(flag) => peers::peers(ctx, flag.json, out),
         Verb::Capacity(flag) => capacity::capacity(ctx, flag.json, out),
         Verb::Leases(flag) => leases::leases(ctx, flag.json, out),
+        Verb::Queue(args) => match &args.verb {
+            None => queue::queue(ctx, args.json, out),
+            Some(QueueVerb::Rm(arg)) => queue::rm(ctx, &arg.key, out),
+        },
         Verb::Log(args) => log::log(ctx, args.count.as_deref(), args.json, out),
         // `main` execs tmux for a target; reaching here only checks it.
         Verb::Attach(arg) => attach::target(ctx, &arg.name).map(drop),

@@ -12,10 +12,11 @@ use crate::error::SessionError;
 use crate::messages;
 use crate::out::Out;
 
-/// Runs `ls [--json]`; every problem is a warning (§4.2).
+/// Runs `ls [--json]`; every problem is a warning (§4.2) but a notifier marker that cannot be looked at (M59).
 pub fn ls(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> {
     let registry = read_registry(&ctx.paths);
     warn_unusable(ctx, &registry, out);
+    let notifier = notifier_configured(ctx)?;
     let (live, tmux) = match ctx.live_set() {
         Ok(live) => (live, TmuxStatus::Ok),
         Err(reason) => {
@@ -27,10 +28,40 @@ pub fn ls(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionError> 
     if supervisor == SupervisorStatus::Stopped {
         out.warn(messages::no_supervisor(&ctx.paths.registry().display().to_string()));
     }
-    let rows = rows(ctx, &registry.doc, &live, base::time::now_epoch());
-    let text = if json { render_json(&registry, tmux, supervisor, &rows)? } else { render_text(&rows) };
+    let rows = rows(ctx, &registry.doc, &live, base::time::now_epoch(), notifier);
+    let queue = queue_counts(ctx, out);
+    let text = if json {
+        render_json(&registry, tmux, supervisor, &rows, queue)?
+    } else {
+        let mut text = render_text(&rows);
+        queue_lines(&mut text, queue);
+        text
+    };
     out.bytes(text.as_bytes());
     Ok(())
+}
+
+/// Issue 24: the intake queue's counts; a queue that cannot be read is a warning (M57), never "nothing waits".
+pub fn queue_counts(ctx: &Context, out: &mut Out) -> Option<view::queue::Counts> {
+    view::queue::counts(&ctx.paths).map_err(|why| out.warn(messages::queue_unreadable(&why))).ok()
+}
+
+/// The queue's lines after a listing, after an empty line (none when nothing is queued).
+pub fn queue_lines(text: &mut String, counts: Option<view::queue::Counts>) {
+    let lines = counts.map(|c| view::queue::summary_lines(&c)).unwrap_or_default();
+    if !lines.is_empty() {
+        text.push('\n');
+        lines.iter().for_each(|line| {
+            text.push_str(line);
+            text.push('\n');
+        });
+    }
+}
+
+/// Whether outcomes are reported (N-8); a marker that cannot be looked at stops the listing (M59, exit 1) rather
+/// than show an undelivered outcome as `off`.
+pub fn notifier_configured(ctx: &Context) -> Result<bool, SessionError> {
+    view::notification::configured(&ctx.paths).map_err(SessionError::NotifierUnknown)
 }
 
 /// M33 when the registry could not be used.
@@ -94,9 +125,10 @@ pub fn render_json(
     tmux: TmuxStatus,
     supervisor: SupervisorStatus,
     rows: &[LsSession],
+    queue: Option<view::queue::Counts>,
 ) -> Result<String, SessionError> {
     let sessions = rows.to_vec();
-    let report = LsReport { version: VERSION, registry: registry.status, tmux, supervisor, sessions };
+    let report = LsReport { version: VERSION, registry: registry.status, tmux, supervisor, sessions, queue };
     pretty(&report).map_err(|e| SessionError::Failed(e.to_string()))
 }
 
@@ -170,7 +202,7 @@ scratch                  -        unmanaged
         }];
         let dir = tempfile::tempdir().unwrap();
         let registry = read_registry(&registry::Paths::for_root(dir.path(), "agent"));
-        let text = render_json(&registry, TmuxStatus::Unavailable, SupervisorStatus::Stopped, &rows).unwrap();
+        let text = render_json(&registry, TmuxStatus::Unavailable, SupervisorStatus::Stopped, &rows, None).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         let keys: Vec<&String> = value["sessions"][0].as_object().unwrap().keys().collect();
         assert_eq!(

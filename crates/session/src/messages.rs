@@ -138,6 +138,20 @@ pub fn cannot_attach(name: &str, reason: &str) -> String {
 pub fn log_empty(path: &str) -> String {
     format!("no hook-session record yet ({path}): no dispatched session has started or ended on this box")
 }
+/// M59: the notifier marker (N-8) is there but is no file, or cannot be looked at: whether an undelivered outcome
+/// is being reported is unknown, and `ls`/`leases` say so instead of `off` (exit 1).
+pub fn notifier_unknown(marker_problem: &str) -> String {
+    format!(
+        "cannot tell whether lease outcomes are reported: {marker_problem}; nothing was listed — make it a readable file again or remove it, then restart the supervisor (systemctl --user restart agent-box.service), which writes it again"
+    )
+}
+/// M60: `add` with claude extra arguments that end in an option taking a value (issue 25): claude would take the
+/// prompt agent-box puts after them for that value (exit 2, nothing written).
+pub fn extra_args_dangling(option: &str) -> String {
+    format!(
+        "the extra arguments end in '{option}', which takes a value: claude would take the prompt that follows them for it and exit; give the value after it or leave it out"
+    )
+}
 /// M52: `ls` while no supervisor holds this registry.
 pub fn no_supervisor(registry: &str) -> String {
     format!(
@@ -195,4 +209,60 @@ pub fn bad_count(value: &str) -> String {
 /// (exit 2) instead of being accepted and ignored.
 pub fn not_in_build(what: &str, why: &str) -> String {
     format!("'{what}' is not part of this build ({why})")
+}
+
+// The intake queue (issue 24, docs/intake.md IN-15).
+
+/// `queue` with nothing queued or expired.
+pub const QUEUE_EMPTY: &str = "No batch waits in the intake queue.";
+
+pub fn queue_heading(queued: usize, max: u64, age: &str) -> String {
+    format!(
+        "{queued} batch(es) wait for a session slot, oldest first (the queue holds at most {max}, each for at most {age}):"
+    )
+}
+
+pub fn expired_heading(expired: usize) -> String {
+    format!(
+        "{expired} expired batch(es) need a person: no session ever started for them (agent-box-session queue rm KEY once handled):"
+    )
+}
+
+/// M53: a queued record ended by the operator.
+pub fn queued_removed(record: &agent_box_types::intake::Record) -> String {
+    format!(
+        "batch '{}' removed from the intake queue ({}, {} batch(es)); no session will start for it",
+        view::text::visible(&record.key),
+        view::text::visible(&record.assignment),
+        record.batches.len()
+    )
+}
+
+/// M54: an expired row removed.
+pub fn expired_removed(key: &str) -> String {
+    format!("expired batch '{}' removed from the intake queue", view::text::visible(key))
+}
+
+/// M55 (exit 2).
+pub fn no_queued_key(key: &str) -> String {
+    format!("no batch in the intake queue has the key '{}' (agent-box-session queue lists them)", echoed_name(key))
+}
+
+/// M56 (exit 2).
+pub fn ambiguous_key(key: &str, keys: &[String]) -> String {
+    let keys: Vec<String> = keys.iter().map(|k| view::text::visible(k)).collect();
+    format!("'{}' is the start of several keys ({}); give more of it", echoed_name(key), keys.join(", "))
+}
+
+/// M57: the queue could not be read (exit 1).
+pub fn queue_unreadable(why: &str) -> String {
+    why.to_owned()
+}
+
+/// M58: an ending that could not be written (exit 1; the record stays).
+pub fn queue_not_removed(key: &str, reason: &str) -> String {
+    format!(
+        "could not remove batch '{}' from the intake queue ({reason}); it is still queued",
+        view::text::visible(key)
+    )
 }

@@ -18,18 +18,26 @@ pub fn peers(ctx: &Context, json: bool, out: &mut Out) -> Result<(), SessionErro
     if let Some(reason) = &report.registry_unusable {
         out.warn(messages::registry_unusable(&ctx.paths.registry().display().to_string(), reason));
     }
-    let text = if json { render_json(&report)? } else { render_text(&report.peers) };
+    let queue = crate::ls::queue_counts(ctx, out);
+    let text = if json {
+        render_json(&report, queue)?
+    } else {
+        let mut text = render_text(&report.peers);
+        crate::ls::queue_lines(&mut text, queue);
+        text
+    };
     out.bytes(text.as_bytes());
     Ok(())
 }
 
 /// The JSON report of §12.3.
-pub fn render_json(report: &Report) -> Result<String, SessionError> {
+pub fn render_json(report: &Report, queue: Option<view::queue::Counts>) -> Result<String, SessionError> {
     let document = PeersReport {
         version: VERSION,
         me: report.me.clone(),
         registry: report.registry,
         sessions: report.peers.clone(),
+        queue,
     };
     pretty(&document).map_err(|e| SessionError::Failed(e.to_string()))
 }
@@ -58,7 +66,7 @@ mod tests {
             registry_unusable: None,
             peers: vec![peer],
         };
-        let text = render_json(&report).unwrap();
+        let text = render_json(&report, None).unwrap();
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["version"], 1);
         assert_eq!(value["self"], "b");

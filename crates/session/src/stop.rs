@@ -5,6 +5,10 @@
 //! it into its `reaped` end record. Like every outcome it reads as `UNRESOLVED ASSIGNMENT (stopped)` in `ls` and
 //! `peers` (the box cannot say the work finished; the operator stopped it) until a clean exit, `rm` or the reap
 //! resolves the lease.
+//!
+//! Issue 25 (docs/lives.md L-16): the pane to kill is found in that section and killed by its identity after it,
+//! so a pane started after the section (a `restart` that unstopped the entry meanwhile, and the supervisor's start
+//! for it) is never the one this stop ends.
 
 use base::SessionName;
 use lease::{Expect, LeaseDir, Outcome};
@@ -15,6 +19,7 @@ use crate::error::{KillFailure, SessionError};
 use crate::locked::{checked_name, lease_expectation, read_locked, registry_present, with_locked, write_locked};
 use crate::messages;
 use crate::out::Out;
+use crate::pane::Pane;
 
 /// Runs `stop NAME`; M26 or M27 on stdout.
 pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError> {
@@ -22,7 +27,7 @@ pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError>
     if !registry_present(ctx)? {
         return Err(SessionError::NoSuchSession(raw.to_owned()));
     }
-    let (ephemeral, flagged, lease_warning) = with_locked(ctx, out, |guard| {
+    let (ephemeral, flagged, lease_warning, pane) = with_locked(ctx, out, |guard| {
         let mut doc = read_locked(guard)?;
         let Some(mut entry) = doc.entry_mut(&name) else { return Err(SessionError::NoSuchSession(raw.to_owned())) };
         let ephemeral = entry.view().ephemeral();
@@ -31,12 +36,13 @@ pub fn stop(ctx: &Context, raw: &str, out: &mut Out) -> Result<(), SessionError>
         if flagged {
             write_locked(guard, &doc)?;
         }
-        Ok((ephemeral, flagged, mark_stopped(ctx, &name, &expect)))
+        let pane = Pane::of(&ctx.live_panes(), &name);
+        Ok((ephemeral, flagged, mark_stopped(ctx, &name, &expect), pane))
     })?;
     if let Some(warning) = lease_warning {
         out.warn(warning);
     }
-    match ctx.kill(&name) {
+    match pane.end(ctx) {
         KillResult::Failed(reason) if flagged => {
             return Err(SessionError::PartlyDone(messages::stopped_but_not_killed(raw, &reason)));
         }

@@ -6,6 +6,8 @@
 mod env;
 #[path = "cli/more.rs"]
 mod more;
+#[path = "cli/queue.rs"]
+mod queue;
 #[path = "cli/read.rs"]
 mod read;
 
@@ -591,4 +593,25 @@ fn eight_processes_adding_forty_distinct_names_lose_none() {
     }
     let doc = sb.read_registry();
     assert_eq!(doc.names().count(), 40);
+}
+
+// Issue 25 (docs/reference.md, "Extra arguments for claude"): extra arguments that end in an option of claude's that
+// takes a value would hand it the `--` and the prompt that agent-box puts after them; `add` refuses them (M60, exit
+// 2, nothing written). With its value, or for another harness, they are taken as given.
+#[test]
+fn add_refuses_claude_extra_args_that_end_in_a_value_option() {
+    let sb = Sandbox::new();
+    sb.write_registry(r#"{"version":1,"sessions":{}}"#);
+    let before = registry_bytes(&sb);
+    for (option, rest) in [("--add-dir", &["--model", "sonnet"][..]), ("--allowed-tools", &[]), ("--model", &["-p"])] {
+        let mut args = vec!["add", "x", "--harness", "claude", "--prompt", "go", "--"];
+        args.extend(rest);
+        args.push(option);
+        session(&sb, &args).code(2).stdout("").stderr(format!(
+            "agent-box-session: the extra arguments end in '{option}', which takes a value: claude would take the prompt that follows them for it and exit; give the value after it or leave it out\n"
+        ));
+        assert_eq!(registry_bytes(&sb), before, "nothing written for {option}");
+    }
+    session(&sb, &["add", "x", "--harness", "claude", "--", "--add-dir", "/srv/a"]).code(0);
+    session(&sb, &["add", "y", "--harness", "tool", "--", "--add-dir"]).code(0);
 }

@@ -48,6 +48,9 @@ Optional:
   AGENT_BOX_ON_OUTCOME         absolute path of a program run once per recorded lease outcome, the outcome as
                                JSON on stdin, until it exits 0 (default none; see docs/notification.md)
   AGENT_BOX_ON_OUTCOME_TIMEOUT seconds one run of it may take before it is killed (default 60)
+  AGENT_BOX_QUEUE_MAX          event batches the intake queue holds at once (default 500; the oldest expires
+                               when a new one would make more; see docs/intake.md)
+  AGENT_BOX_QUEUE_MAX_AGE      seconds a queued batch may wait for a slot before it expires (default 86400)
   AGENT_BOX_TICK_SECS          seconds between timer ticks (default 2; tests and benchmarks only)
 
 Every new pane gets PATH and every AGENT_BOX_* variable of this environment but AGENT_BOX_SESSION_ID,

@@ -93,6 +93,8 @@ pub struct Config {
     pub on_outcome: Option<crate::notify::OnOutcome>,
     /// Issue 24: the intake queue's bounds (`AGENT_BOX_QUEUE_MAX`, `AGENT_BOX_QUEUE_MAX_AGE`).
     pub queue_bounds: intake::Bounds,
+    /// Issue 26: the claims database shared with other boxes (`AGENT_BOX_CLAIMS`); `None` = one box.
+    pub claims: Option<claims::ClaimsConfig>,
     pub tmux: TmuxConfig,
 }
 
@@ -117,6 +119,8 @@ pub enum Problem {
     NotifierTimeout(String),
     #[error(transparent)]
     QueueBound(#[from] intake::bounds::BoundProblem),
+    #[error(transparent)]
+    Claims(#[from] claims::ConfigError),
 }
 
 /// Every problem of the start-up configuration, reported together in one line (exit 2).
@@ -208,6 +212,9 @@ impl Config {
         };
         let wait = registry::lock::parse_lock_wait(text("REGISTRY_LOCK_WAIT").as_deref());
         let (tick_period, ignored_tick_secs) = parse_tick_secs(text(TICK_SECS_ENV).as_deref());
+        let host_label = text("AGENT_BOX_HOST_LABEL").or_else(kernel_hostname);
+        let claims = claims::ClaimsConfig::from_lookup(&env, host_label.as_deref())
+            .map_err(|e| ConfigProblem(vec![Problem::Claims(e)]))?;
         Ok(Self {
             agent_bins: parse_agent_bins(bins.as_deref().unwrap_or("")),
             harness_path: if is_installed { set("PATH") } else { None },
@@ -215,7 +222,7 @@ impl Config {
             codex_home: codex_home.unwrap_or_else(|| paths.home().join(".codex")),
             mark_stopped,
             env_exec,
-            host_label: text("AGENT_BOX_HOST_LABEL").or_else(kernel_hostname),
+            host_label,
             claude_settings: text("AGENT_BOX_CLAUDE_SETTINGS"),
             webhook: set("AGENT_BOX_WEBHOOK_REPO").is_some(),
             restart_notice: NoticePolicy::parse(text("AGENT_BOX_RESTART_NOTICE").as_deref()),
@@ -229,6 +236,7 @@ impl Config {
             unit_env: Vec::new(),
             on_outcome,
             queue_bounds,
+            claims,
             tmux,
             seed,
             paths,

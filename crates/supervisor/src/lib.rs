@@ -41,6 +41,7 @@
 
 mod adopt;
 pub mod backoff;
+mod boxes;
 pub mod cli;
 pub mod config;
 pub mod decide;
@@ -51,6 +52,7 @@ mod life;
 pub mod log;
 pub mod messages;
 pub mod notify;
+mod notify_intake;
 pub mod print;
 pub mod run;
 pub mod side;

@@ -39,7 +39,7 @@ fn main() -> ExitCode {
     }
     match if cli.once { once(config) } else { run(config) } {
         Stop::Done => ExitCode::SUCCESS,
-        Stop::AlreadyRunning(text) => fail(exit::USAGE, &text),
+        Stop::AlreadyRunning(text) | Stop::ClaimsSchema(text) => fail(exit::USAGE, &text),
         Stop::TmuxTooOld(text) | Stop::Fatal(text) => fail(exit::FAILURE, &text),
     }
 }

@@ -321,3 +321,62 @@ pub fn admission_taken_back(key: &str, name: &str) -> String {
         "took back the interrupted admission of queued batch '{key}' as '{name}' (nothing of it had started); it waits again"
     )
 }
+
+/// L38, IN-10: an expired intake record was reported to the notifier; `recorded` false when its row changed or was
+/// removed meanwhile (nothing was recorded).
+pub fn intake_reported(key: &str, program: &str, failed_before: u64, recorded: bool) -> String {
+    let after = match failed_before {
+        0 => String::new(),
+        1 => " after 1 failed attempt".to_owned(),
+        n => format!(" after {n} failed attempts"),
+    };
+    let note = if recorded { "" } else { "; its row changed meanwhile, nothing recorded" };
+    format!("reported the expired batch '{key}' to {program}{after}{note}")
+}
+
+/// L39, IN-10: the first failure of a streak for an expired intake record.
+pub fn intake_not_reported(key: &str, program: &str, reason: &str, next_at: i64) -> String {
+    let at = base::time::format_iso(next_at);
+    format!(
+        "could not report the expired batch '{key}': {program} {reason}; retrying from {at}, backing off up to 10 minutes (agent-box-session queue shows it pending)"
+    )
+}
+
+// The claims database (boxes.rs, issue 26, docs/boxes.md).
+
+/// L40: the database did not answer; nothing is admitted, claims are not renewed (once per streak).
+pub fn claims_unreachable(err: impl Display) -> String {
+    format!("{err}; no queued batch is admitted and no claim renewed until it answers")
+}
+
+/// L41: the end of an L40 streak.
+pub const CLAIMS_REACHABLE_AGAIN: &str = "the claims database answers again";
+
+/// L42, BX-8: another box holds the claim now; the local session ended.
+pub fn claim_moved(name: &SessionName, assignment: &str, by: &str) -> String {
+    format!(
+        "'{name}' ended: box '{by}' holds the claim of {assignment} now (this box could not renew it in time); nothing is resumed here"
+    )
+}
+
+/// L43, BX-9: half a term without a renewal; the claimed panes are stopped until one succeeds.
+pub fn claims_fenced(stopped: usize) -> String {
+    format!(
+        "the claims could not be renewed for half a term: {stopped} claimed pane(s) stopped, and none starts until the claims database confirms it"
+    )
+}
+
+/// L44, BX-4: a record that waited for another box's claim ended, that box having finished the assignment.
+pub fn intake_elsewhere_done(key: &str, by: &str) -> String {
+    format!("queued batch '{key}' ended elsewhere: box '{by}' ran its assignment")
+}
+
+/// L45, BX-1: the claims marker could not be written (webhook-spawn may then admit without a claim).
+pub fn claims_marker_failed(err: &std::io::Error) -> String {
+    format!("cannot write the claims marker ({err}); webhook-spawn cannot tell that only this supervisor may admit")
+}
+
+/// L46, IN-12: an end (claimed, expired, removed) a crash interrupted, finished.
+pub fn end_finished(key: &str, how: &str) -> String {
+    format!("finished the interrupted end of queued batch '{key}' ({how}); its end record is written again")
+}

@@ -68,7 +68,7 @@ impl OnOutcome {
 /// What the loop remembers about notification between ticks.
 #[derive(Debug, Default)]
 pub(crate) struct Notifier {
-    running: Option<Run>,
+    pub(crate) running: Option<Run>,
     /// Failures this process saw, per name: the attempts and the next time, for the outcome they are about (the
     /// lease holds the same unless its write failed).
     retry: BTreeMap<String, (OutcomeKey, u64, i64)>,
@@ -76,6 +76,10 @@ pub(crate) struct Notifier {
     unrecorded: BTreeMap<String, OutcomeKey>,
     /// Names whose failure streak was logged (one line per streak).
     failing: BTreeSet<String>,
+    /// Issue 24: failed attempts of expired intake records, by record stem (the record holds the same unless its
+    /// write failed), and the stems whose failure streak was logged.
+    pub(crate) intake_retry: BTreeMap<String, (u64, i64)>,
+    pub(crate) intake_failing: BTreeSet<String>,
     /// Each lease file as last read, by its stamp: a file is read again only after a writer replaced or touched it
     /// (every lease writer renames a new file into place), so an idle tick with many pending outcomes costs one stat
     /// per lease, not one read and parse.
@@ -87,13 +91,15 @@ type FileStamp = (u64, u64, std::time::SystemTime);
 
 /// The program running for one outcome.
 #[derive(Debug)]
-struct Run {
-    child: Child,
-    name: SessionName,
-    key: OutcomeKey,
-    attempts: u64,
-    started: Instant,
-    output: Arc<Mutex<Vec<u8>>>,
+pub(crate) struct Run {
+    pub(crate) child: Child,
+    pub(crate) name: SessionName,
+    pub(crate) key: OutcomeKey,
+    pub(crate) attempts: u64,
+    pub(crate) started: Instant,
+    pub(crate) output: Arc<Mutex<Vec<u8>>>,
+    /// Issue 24: the run is for an expired intake record (`notify_intake.rs`), not for a lease.
+    pub(crate) intake: Option<crate::notify_intake::IntakeSubject>,
 }
 
 impl Supervisor {
@@ -141,6 +147,7 @@ impl Supervisor {
             self.start_notifier(&outcome, attempts, now);
             return;
         }
+        self.notify_intake(now);
     }
 
     /// N-6: the undelivered outcomes of the lease directory, re-reading only the files that changed since last tick.
@@ -183,7 +190,7 @@ impl Supervisor {
     fn poll_notifier(&mut self, now: i64) -> bool {
         let Some(run) = self.notifier.running.as_mut() else { return true };
         let timeout = self.config.on_outcome.as_ref().map_or(DEFAULT_TIMEOUT, |on| on.timeout);
-        let result = match run.child.try_wait() {
+        let result = match end_group_of_exited(&mut run.child) {
             Ok(Some(status)) => exit_result(status),
             Ok(None) if run.started.elapsed() < timeout => return false,
             Ok(None) => {
@@ -214,6 +221,7 @@ impl Supervisor {
                     attempts,
                     started: Instant::now(),
                     output,
+                    intake: None,
                 });
             }
             Err(err) => {
@@ -265,7 +273,12 @@ impl Supervisor {
 
     /// N-1: stdin the document (an unlinked 0600 file, so a reader that never reads blocks nothing), stdout and
     /// stderr one pipe drained by a thread, the unit's environment plus the env store, its own process group.
-    fn spawn_notifier(&self, on: &OnOutcome, document: &[u8], output: &Arc<Mutex<Vec<u8>>>) -> std::io::Result<Child> {
+    pub(crate) fn spawn_notifier(
+        &self,
+        on: &OnOutcome,
+        document: &[u8],
+        output: &Arc<Mutex<Vec<u8>>>,
+    ) -> std::io::Result<Child> {
         let stdin = self.document_file(document)?;
         let (reader, writer) = std::io::pipe()?;
         let mut command = Command::new(&on.program);
@@ -311,6 +324,9 @@ impl Supervisor {
     }
 
     fn settle_run(&mut self, run: Run, result: Result<(), String>, now: i64) {
+        if run.intake.is_some() {
+            return self.settle_intake_run(run, result, now);
+        }
         match result {
             Ok(()) => self.record_delivery(&run.name, &run.key, run.attempts),
             Err(reason) => {
@@ -358,7 +374,7 @@ impl Supervisor {
         }
     }
 
-    fn notifier_program(&self) -> String {
+    pub(crate) fn notifier_program(&self) -> String {
         self.config.on_outcome.as_ref().map(|on| on.program.display().to_string()).unwrap_or_default()
     }
 
@@ -368,7 +384,7 @@ impl Supervisor {
         let deadline = Instant::now() + grace;
         while self.notifier.running.is_some() {
             let now = (self.clock)();
-            let done = self.notifier.running.as_mut().is_some_and(|run| matches!(run.child.try_wait(), Ok(Some(_))));
+            let done = self.notifier.running.as_ref().is_some_and(|run| matches!(has_exited(&run.child), Ok(true)));
             if done || Instant::now() >= deadline {
                 if !done && let Some(mut run) = self.notifier.running.take() {
                     kill_group(&mut run.child);
@@ -389,6 +405,32 @@ fn exit_result(status: ExitStatus) -> Result<(), String> {
         (None, Some(signal)) => Err(format!("was killed by signal {signal}")),
         (None, None) => Err("ended without a status".to_owned()),
     }
+}
+
+/// Whether the program has exited, asked without reaping it (`waitid` with `WNOWAIT`): while it is not reaped its
+/// pid cannot be given to another process, so it still names only its own process group.
+fn has_exited(child: &Child) -> std::io::Result<bool> {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).map_err(std::io::Error::other)?);
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(pid), flags) {
+        Ok(WaitStatus::StillAlive) => Ok(false),
+        Ok(_) => Ok(true),
+        Err(errno) => Err(errno.into()),
+    }
+}
+
+/// N-3: once the program has exited (whatever its status), what remains of its process group (a child it left in
+/// the background) is killed before the program is reaped, so nothing of a delivery outlives it; `None` while the
+/// program still runs.
+fn end_group_of_exited(child: &mut Child) -> std::io::Result<Option<ExitStatus>> {
+    if !has_exited(child)? {
+        return Ok(None);
+    }
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    child.wait().map(Some)
 }
 
 /// SIGKILL to the program's whole process group (a `gh` it started included), then reap it.
@@ -414,7 +456,7 @@ fn drain(mut reader: std::io::PipeReader, tail: Arc<Mutex<Vec<u8>>>) {
 }
 
 /// The last non-blank line of the output, as a JSON string of at most 200 characters (never raw text in the log).
-fn last_line(output: &[u8]) -> String {
+pub(crate) fn last_line(output: &[u8]) -> String {
     let text = String::from_utf8_lossy(output);
     let Some(line) = text.lines().rev().map(str::trim).find(|l| !l.is_empty()) else { return String::new() };
     let cut: String = line.chars().take(200).collect();

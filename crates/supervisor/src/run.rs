@@ -22,6 +22,8 @@ pub enum Stop {
     /// Another supervisor serves the same registry (exit 2, so a unit with `RestartPreventExitStatus=2` stays down
     /// instead of fighting it).
     AlreadyRunning(String),
+    /// Issue 26 (BX-2): the claims database has a schema this build does not know (exit 2: a configuration problem).
+    ClaimsSchema(String),
 }
 
 /// How long a starting supervisor waits for the single-instance lock: long enough for an `ls` that tests it at
@@ -65,6 +67,7 @@ fn start(config: Config, log: Log) -> Result<Supervisor, Stop> {
     }
     let mut supervisor = Supervisor::new(config, Box::new(tmux), log);
     supervisor.start_up();
+    supervisor.check_claims().map_err(Stop::ClaimsSchema)?;
     Ok(supervisor)
 }
 

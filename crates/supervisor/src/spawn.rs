@@ -130,7 +130,8 @@ impl Supervisor {
     }
 
     /// SUP-7.1 steps 2–9 under `guard`, with the intent of issue 17: the side file and the registry record the
-    /// spawn before `new-session` runs, and are put back when it fails.
+    /// spawn before `new-session` runs, and are put back when it fails. The intent also takes the restart mark of
+    /// the pane's lease (L-15, issue 25), under the lease lock inside this section: registry → lease.
     fn locked_start(&mut self, tick: &mut Tick, guard: &RegistryLock, prepared: &Prepared, side: &SideFile) {
         let name = &prepared.name;
         let Ok(mut fresh) = read_for_write(guard.registry()) else { return };
@@ -175,8 +176,15 @@ impl Supervisor {
         if let Some(probed) = tick.probed.as_mut() {
             probed.insert(name.to_string());
         }
+        let took_restart_mark = undo.took_restart_mark();
         match self.after_spawn(tick, guard, prepared) {
-            true => self.log_spawn(prepared, pane_pid, lease_gen.as_deref()),
+            true => {
+                // L-15: the absence this start ends was the operator's restart, which D12 could not tell (L-13).
+                if took_restart_mark {
+                    self.log.line(&messages::restarted_by_operator(name));
+                }
+                self.log_spawn(prepared, pane_pid, lease_gen.as_deref());
+            }
             // The post-check killed the new pane: the start did not happen, so its intent is taken back.
             false => self.undo_intent(guard, name, undo),
         }

@@ -110,7 +110,11 @@ pub struct Supervisor {
     pub(crate) notifier: crate::notify::Notifier,
     /// Issue 24: the intake queue, and when its tombstones were last pruned.
     pub(crate) queue: intake::Queue,
+    /// The queue's last listing, kept while its directory is unchanged (Q14).
+    pub(crate) queue_cache: intake::queue::ListingCache,
     pub(crate) intake_pruned_at: Option<i64>,
+    /// Issue 26: the claims database and what the loop keeps of it; `None` on a box of its own.
+    pub(crate) claims: Option<crate::boxes::ClaimState>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -125,6 +129,9 @@ impl Supervisor {
         let hook_log = HookLog::new(config.paths.hook_log());
         let refusals = RefusalRecord::new(config.paths.refusal_record());
         let queue = intake::Queue::new(config.paths.queue_dir());
+        let claims = config.claims.clone().map(|claims| {
+            crate::boxes::ClaimState::new(claims, config.paths.home().to_path_buf(), config.paths.state_dir())
+        });
         Self {
             config,
             tmux,
@@ -145,7 +152,9 @@ impl Supervisor {
             wake_installed_on: None,
             notifier: crate::notify::Notifier::default(),
             queue,
+            queue_cache: intake::queue::ListingCache::default(),
             intake_pruned_at: None,
+            claims,
         }
     }
 
@@ -188,7 +197,7 @@ impl Supervisor {
         let doc = self.heal_registry(&mut tick);
         let _ = registry::ensure_private_dir(&self.config.paths.home().join("worktrees"));
         if let Some(doc) = doc {
-            tick.admitting = self.admitting(&self.queue.list());
+            tick.admitting = self.admitting(self.queue.list().as_ref());
             self.sweep_orphan_filters(&doc, &tick);
         }
         self.remove_side_temps();
@@ -219,12 +228,15 @@ impl Supervisor {
         if tick.snapshot.is_some() {
             self.reap(&mut tick, &mut doc);
         }
-        let queue = self.queue.list();
-        tick.admitting = self.admitting(&queue);
+        let queue = self.queue.list_cached(&mut self.queue_cache, std::time::SystemTime::now());
+        tick.admitting = self.admitting(queue.as_deref());
         self.sweep(&mut tick, &doc);
+        if tick.snapshot.is_some() {
+            self.tend_claims(&mut tick);
+        }
         if let Some(snapshot) = tick.snapshot.clone() {
             self.previous_managed = snapshot.iter().filter(|n| doc.contains(n)).count();
-            self.intake(&mut tick, &mut doc, &snapshot, queue);
+            self.intake(&mut tick, &mut doc, &snapshot);
             self.adopt_unrecorded(&mut tick, &doc, &snapshot);
             let running = self.reconcile(&mut tick, &doc, &snapshot);
             self.heartbeat(&tick, &running);
@@ -426,6 +438,9 @@ impl Supervisor {
             if !self.backoff_allows(tick, name) {
                 return;
             }
+        }
+        if !self.claim_allows_start(name, entry) {
+            return;
         }
         self.begin_start(tick, doc, name, entry, side);
     }

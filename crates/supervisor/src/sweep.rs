@@ -31,16 +31,22 @@ impl Supervisor {
         if candidates.is_empty() || tick.lock_refused {
             return;
         }
-        let Some(reaped) = self.locked(tick, |_, _, guard| reap_locked(guard, candidates)) else { return };
-        if reaped.is_empty() {
-            return;
-        }
+        let waits = self.config.on_outcome.is_some();
+        let reaped = self.locked(tick, |me, _, guard| {
+            let reaped = reap_locked(guard, &me.leases, waits, candidates);
+            // Still under the registry lock (order registry → lease → hook log, OV-5.5): nothing can give the name a new
+            // entry and lease between the decision and the lease's end.
+            for name in &reaped {
+                if let Err(err) = me.leases.finish(name, &EndHow::Reaped, &Expect::Any, Some(&me.hook_log)) {
+                    me.warn_lease(&err);
+                }
+            }
+            reaped
+        });
+        let Some(reaped) = reaped.filter(|r| !r.is_empty()) else { return };
         for name in &reaped {
             doc.remove(name);
             self.log.line(&crate::messages::reaped_parked(name));
-            if let Err(err) = self.leases.finish(name, &EndHow::Reaped, &Expect::Any, Some(&self.hook_log)) {
-                self.warn_lease(&err);
-            }
         }
         tick.reaped = reaped;
     }
@@ -190,9 +196,17 @@ fn reapable(entry: &registry::Entry<'_>, outcome_pending: bool) -> bool {
 }
 
 /// N-11: without a notifier nothing waits; with one, a name waits while its lease holds an undelivered outcome
-/// (read without a lock, fresh: a delivery recorded since the last scan counts at once).
+/// (read without a lock, fresh: a delivery recorded since the last scan counts at once). Only a filter that spares
+/// an idle tick the lock: the reap decides again under the locks (`reap_locked`).
 fn reapable_now(leases: &lease::LeaseDir, notifier_set: bool, name: &SessionName) -> bool {
     !notifier_set || leases.pending_outcome(name).is_none()
+}
+
+/// N-11 under the registry lock: the lease read under its own lock (order registry → lease, OV-5.5) holds no undelivered
+/// outcome. `stop` records its outcome in the registry-lock section that sets `stopped`, so a lease read before
+/// that lock was taken can miss it. A lease lock that is busy or fails reaps nothing this tick.
+fn outcome_settled(leases: &lease::LeaseDir, notifier_set: bool, name: &SessionName) -> bool {
+    !notifier_set || matches!(leases.pending_outcome_locked(name), Ok(None))
 }
 
 /// Seconds since the file's mtime; `None` when it cannot be told or lies in the future.
@@ -202,12 +216,20 @@ fn age_secs(path: &Path, now: i64) -> Option<i64> {
     (now >= mtime).then_some(now - mtime)
 }
 
-/// Under the lock: the candidates still reapable in a fresh read, deleted in one write; none when the read or the
-/// write failed (nothing was deleted then).
-fn reap_locked(guard: &RegistryLock, candidates: Vec<SessionName>) -> Vec<SessionName> {
+/// Under the lock: the candidates still reapable in a fresh read and (N-11) whose lease holds no undelivered outcome,
+/// deleted in one write; none when the read or the write failed (nothing was deleted then).
+fn reap_locked(
+    guard: &RegistryLock,
+    leases: &lease::LeaseDir,
+    notifier_set: bool,
+    candidates: Vec<SessionName>,
+) -> Vec<SessionName> {
     let Ok(mut fresh) = read_for_write(guard.registry()) else { return Vec::new() };
-    let reaped: Vec<SessionName> =
-        candidates.into_iter().filter(|n| fresh.entry(n.as_str()).is_some_and(|e| reapable(&e, false))).collect();
+    let reaped: Vec<SessionName> = candidates
+        .into_iter()
+        .filter(|n| fresh.entry(n.as_str()).is_some_and(|e| reapable(&e, false)))
+        .filter(|n| outcome_settled(leases, notifier_set, n))
+        .collect();
     for name in &reaped {
         fresh.remove(name);
     }

@@ -282,6 +282,11 @@ pub struct Sources<'a> {
 
 /// Waits until `due`, a registry change or a closed session (each after its settle time), or a signal.
 pub fn wait(due: Instant, sources: &mut Sources<'_>) -> Wake {
+    wait_settling(due, sources, SETTLE)
+}
+
+/// [`wait`] with the registry's settle time `settle` (tests stretch it).
+fn wait_settling(due: Instant, sources: &mut Sources<'_>, settle: Duration) -> Wake {
     loop {
         if let Some(signal) = sources.signals.take() {
             return Wake::Signal(signal);
@@ -290,16 +295,15 @@ pub fn wait(due: Instant, sources: &mut Sources<'_>) -> Wake {
         if left.is_zero() {
             return Wake::Timer;
         }
-        let [registry_ready, closed_ready, queue_ready] = poll_sources(sources, left);
+        let Ready { registry: registry_ready, closed: closed_ready, queue: queue_ready, .. } =
+            poll_sources(sources, left);
         if closed_ready && sources.closed.drain() {
             std::thread::sleep(SETTLE_CLOSED);
             drain_all(sources);
             return Wake::SessionClosed;
         }
         if registry_ready && sources.registry.drain() {
-            std::thread::sleep(SETTLE);
-            drain_all(sources);
-            return Wake::RegistryChanged;
+            return settle_registry(sources, settle);
         }
         if queue_ready && sources.queue.drain() {
             std::thread::sleep(SETTLE_CLOSED);
@@ -309,6 +313,33 @@ pub fn wait(due: Instant, sources: &mut Sources<'_>) -> Wake {
     }
 }
 
+/// The registry's settle, ended early by a session that closes meanwhile, which then gets its own shorter settle:
+/// an agent's exit writes the registry (its epilogue) a few ms before its pane closes, and the closed session is a
+/// freed slot a queued record waits for (issue 24, Q13). Anything else that arrives is folded in; a signal ends
+/// the settle (its tick still runs, as after a full one).
+fn settle_registry(sources: &mut Sources<'_>, settle: Duration) -> Wake {
+    let until = Instant::now() + settle;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let ready = poll_sources(sources, left);
+        if ready.closed && sources.closed.drain() {
+            std::thread::sleep(SETTLE_CLOSED);
+            drain_all(sources);
+            return Wake::SessionClosed;
+        }
+        if ready.signal {
+            break;
+        }
+        // More of a burst: folded into the tick this settle ends in.
+        drain_all(sources);
+    }
+    drain_all(sources);
+    Wake::RegistryChanged
+}
+
 /// After the settle time: whatever any source queued meanwhile is folded into the tick about to run.
 fn drain_all(sources: &mut Sources<'_>) {
     sources.registry.drain();
@@ -316,8 +347,17 @@ fn drain_all(sources: &mut Sources<'_>) {
     sources.queue.drain();
 }
 
-/// One `poll(2)` over the signal pipe and the armed watches; which watches (registry, closed, queue) are readable.
-fn poll_sources(sources: &Sources<'_>, left: Duration) -> [bool; 3] {
+/// What one `poll(2)` found readable.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ready {
+    signal: bool,
+    registry: bool,
+    closed: bool,
+    queue: bool,
+}
+
+/// One `poll(2)` over the signal pipe and the armed watches; which of them are readable.
+fn poll_sources(sources: &Sources<'_>, left: Duration) -> Ready {
     let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
     let mut fds = vec![PollFd::new(sources.signals.read.as_fd(), PollFlags::POLLIN)];
     let watches = [&sources.registry.inotify, &sources.closed.inotify, &sources.queue.inotify];
@@ -331,18 +371,49 @@ fn poll_sources(sources: &Sources<'_>, left: Duration) -> [bool; 3] {
         })
         .collect();
     if poll(&mut fds, timeout).is_err() {
-        return [false; 3];
+        return Ready::default();
     }
     let ready = |at: Option<usize>| {
         at.and_then(|i| fds.get(i)).and_then(PollFd::revents).is_some_and(|r| r.contains(PollFlags::POLLIN))
     };
-    [ready(at[0]), ready(at[1]), ready(at[2])]
+    Ready { signal: ready(Some(0)), registry: ready(at[0]), closed: ready(at[1]), queue: ready(at[2]) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    /// A signal pipe without handlers (the test process keeps its own).
+    fn quiet_signals() -> Signals {
+        let (read, write) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC).unwrap();
+        Signals { read, _write: write }
+    }
+
+    // issue 24, Q13: the registry's settle is stretched to 20 s here, so the session closed during it is seen
+    // whatever the load; the wait must end with the closed session's own settle.
+    #[test]
+    fn a_session_closed_during_the_registry_settle_ends_the_wait_as_a_closed_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = dir.path().join("sessions.json");
+        let mut registry_watch = RegistryWatch::new(&registry);
+        registry_watch.arm().unwrap();
+        let mut closed = WakeFile::new(dir.path().join("tmux-wake"));
+        closed.arm().unwrap();
+        let mut queue = QueueWatch::new(dir.path().join("queue"));
+        let signals = quiet_signals();
+        let wake_path = closed.path().to_path_buf();
+        std::fs::write(&registry, b"{}").unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            OpenOptions::new().append(true).open(&wake_path).unwrap();
+        });
+        let mut sources =
+            Sources { registry: &mut registry_watch, closed: &mut closed, queue: &mut queue, signals: &signals };
+        let wake = wait_settling(Instant::now() + Duration::from_secs(60), &mut sources, Duration::from_secs(20));
+        writer.join().unwrap();
+        assert_eq!(wake, Wake::SessionClosed);
+    }
 
     #[test]
     fn the_wake_file_is_created_private_and_a_write_is_seen() {

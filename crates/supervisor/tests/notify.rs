@@ -318,6 +318,7 @@ fn n_2_the_document_carries_the_hook_log_s_spawn_record_of_the_lease() {
         object: Some("612"),
         count: Some(2),
         intake: None,
+        claim: None,
     };
     let lease_gen = world.leases().create_with_spawn(&spawn, lease::Gen::random(), &world.hook_log()).unwrap();
     world.leases().mark_outcome(&name, &Outcome::Vanished, &Expect::Any).unwrap();
@@ -355,4 +356,163 @@ fn n_11_a_parked_one_shot_session_is_reaped_only_after_its_outcome_is_delivered(
     assert!(world.lease().is_none(), "the reap deletes the lease after the delivery");
     let log = fs::read_to_string(world.state().join("hook-sessions.jsonl")).unwrap();
     assert!(log.contains(r#""how":"reaped""#) && log.contains(r#""notified":true"#), "{log}");
+}
+
+/// Descriptors of this process open on `path` (the test's held lock is one; a second is the supervisor's).
+fn descriptors_on(path: &Path) -> usize {
+    let target = fs::canonicalize(path).unwrap();
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|e| fs::read_link(e.path()).ok() == Some(target.clone()))
+        .count()
+}
+
+// N-11 (issue 25): the reap decides under the locks its decision depends on. `stop` sets `stopped` and records the
+// lease outcome in one registry-lock section; a tick that read the entry already stopped and the lease still open
+// before that section ended must not reap the entry (and delete the outcome undelivered) once it gets the lock.
+#[test]
+fn n_11_the_reap_reads_the_outcome_under_the_registry_and_lease_locks() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; exit 3"#);
+    let name = SessionName::parse(NAME).unwrap();
+    let life = world.leases().create(&name, "github:acme/api", Some("612"), None).unwrap().to_string();
+    let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+        "ephemeral": true, "life": life}}});
+    let sessions = world.home().join(".config/agent-box/sessions.json");
+    fs::write(&sessions, registry.to_string()).unwrap();
+    let mut supervisor = world.supervisor(None);
+    let lock = world.home().join(".config/agent-box/sessions.json.lock");
+    // The test is `stop` inside its section: the flag is written, the outcome comes once the tick waits for the lock.
+    let section = agent_box_tests::HeldLock::now(&lock);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            wait_until("the tick to wait for the registry lock", || descriptors_on(&lock) >= 2);
+            world.leases().mark_outcome(&name, &Outcome::Stopped, &Expect::Any).unwrap();
+            drop(section);
+        });
+        supervisor.tick();
+    });
+    assert!(fs::read_to_string(&sessions).unwrap().contains(NAME), "reaped with its outcome undelivered");
+    assert_eq!(world.lease().and_then(|l| l.outcome()), Some(Outcome::Stopped), "the outcome was deleted");
+    assert_eq!(lines_with(&supervisor, "reaped '"), 0, "{:?}", supervisor.log().lines());
+}
+
+// N-3 (issue 25): a child the program left running when it exited 0 (a backgrounded `gh`, a `sleep`) does not
+// outlive the delivery: what remains of the program's process group is killed once the program has exited.
+#[test]
+fn n_3_what_the_program_left_running_after_its_exit_0_is_killed_with_its_group() {
+    /// Kills the background child at the end, also when the test fails.
+    struct Reaper(nix::unistd::Pid);
+    impl Drop for Reaper {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    let world = World::new();
+    world.notifier(r#"sleep 300 & echo $! > "$OUT/child"; echo run >> "$OUT/runs"; exit 0"#);
+    world.ended_lease("github:acme/api", &Outcome::Died(1));
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    let pid: i32 = fs::read_to_string(world.out().join("child")).unwrap().trim().parse().unwrap();
+    let child = Reaper(nix::unistd::Pid::from_raw(pid));
+    wait_until("the program's background child to be gone", || nix::sys::signal::kill(child.0, None).is_err());
+    assert_eq!(world.runs(), 1);
+}
+
+/// Issue 24: a batch queued two days ago (past the default maximum age of one day), as webhook-spawn records one.
+fn queue_old_record(world: &World, key: &str) -> intake::RecordId {
+    use agent_box_types::intake::{Batch, RECORD_NOTE, Record};
+    let accepted = base::time::now_epoch() - 2 * 86_400;
+    let at = base::time::format_iso(accepted);
+    let record = Record {
+        note_text: RECORD_NOTE.to_owned(),
+        version: 1,
+        key: key.to_owned(),
+        assignment: "github:acme/api#612".to_owned(),
+        source: "github".to_owned(),
+        routing_key: "acme/api".to_owned(),
+        name_stem: "acme-api".to_owned(),
+        topic: "github:acme/*".to_owned(),
+        note: String::new(),
+        object: Some("612".to_owned()),
+        harness: "tool".to_owned(),
+        args: Vec::new(),
+        seed: true,
+        filter_dir: world.home().join(".local/state/local-webhook").display().to_string(),
+        user: "agent".to_owned(),
+        accepted_at: at.clone(),
+        batches: vec![Batch {
+            keys: vec![key.to_owned()],
+            at,
+            event: "issues".to_owned(),
+            count: Some(1),
+            meta: None,
+            text: "[github] issue #612 opened".to_owned(),
+        }],
+        outcome: None,
+        ended_at: None,
+        notified_at: None,
+        notify: None,
+        elsewhere: None,
+    };
+    let id = intake::RecordId::new(u64::try_from(accepted).unwrap() * 1_000_000_000, &record.assignment);
+    intake::Queue::new(world.state().join("queue")).create(&id, &record).unwrap();
+    id
+}
+
+fn ended_row(world: &World, id: &intake::RecordId) -> Value {
+    serde_json::from_slice(&fs::read(world.state().join("queue/ended").join(format!("{}.json", id.stem()))).unwrap())
+        .unwrap()
+}
+
+// IN-10
+#[test]
+fn an_expired_intake_batch_is_reported_once_with_its_intake_document() {
+    let world = World::new();
+    world.notifier(r#"cat > "$OUT/doc.json"; echo run >> "$OUT/runs""#);
+    let id = queue_old_record(&world, "72d3162e-old");
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the report of the expired batch", || {
+        world.state().join("queue/ended").join(format!("{}.json", id.stem())).exists()
+            && ended_row(&world, &id)["notifiedAt"].is_string()
+    });
+    let doc: Value = serde_json::from_str(&fs::read_to_string(world.out().join("doc.json")).unwrap()).unwrap();
+    assert_eq!((&doc["outcome"], &doc["name"], &doc["gen"]), (&Value::from("expired"), &Value::Null, &Value::Null));
+    assert_eq!(
+        (&doc["topic"], &doc["object"], &doc["attempt"]),
+        (&Value::from("github:acme/api"), &Value::from("612"), &Value::from(1))
+    );
+    assert_eq!(doc["intake"]["key"], "72d3162e-old");
+    let end = world.hook_log().tail(10).unwrap().into_iter().find_map(|l| match l {
+        lease::LogLine::Parsed(v) if v["what"] == "intake" => Some(v),
+        _ => None,
+    });
+    assert_eq!(end.unwrap()["how"], "expired", "the end record came first");
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    supervisor.settle_notifier(std::time::Duration::from_secs(5));
+    assert_eq!(world.runs(), 1, "reported once");
+    assert_eq!(lines_with(&supervisor, "reported the expired batch '72d3162e-old'"), 1);
+}
+
+// IN-10
+#[test]
+fn a_failed_report_of_an_expired_batch_backs_off_in_its_row() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; echo no network >&2; exit 1"#);
+    let id = queue_old_record(&world, "72d3162e-fails");
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the failed attempt recorded in the row", || {
+        world.state().join("queue/ended").join(format!("{}.json", id.stem())).exists()
+            && ended_row(&world, &id)["notify"]["attempts"] == 1
+    });
+    assert!(ended_row(&world, &id)["notify"]["nextAt"].is_string());
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    assert_eq!(world.runs(), 1, "not run again before its nextAt");
+    assert_eq!(lines_with(&supervisor, "could not report the expired batch '72d3162e-fails'"), 1);
+    assert!(supervisor.log().lines().iter().any(|l| l.contains("\"no network\"")), "{:?}", supervisor.log().lines());
 }

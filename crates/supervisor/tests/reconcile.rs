@@ -434,3 +434,62 @@ fn an_orphaned_lease_is_never_taken_over_by_a_new_entry() {
     let side = world.read_side_file("hook-z").unwrap();
     assert!(!side.contains("leaseGen"), "the old lease is not this pane's: {side}");
 }
+
+/// A hook entry of life `LIFE_Z`, never started, whose lease (gen `LIFE_Z`) carries an operator's restart mark
+/// (a `restart` of the entry while it was stopped, before its first start): what the start must take.
+fn marked_world() -> (World, lease::LeaseDir, base::SessionName) {
+    let world = World::new(&format!(r#"{{"version":1,"sessions":{{"hook-z":{{"agent":"tool","life":"{LIFE_Z}"}}}}}}"#));
+    let leases = lease::LeaseDir::new(world.home().join(".local/state/agent-box/lease"));
+    let name = base::SessionName::parse("hook-z").unwrap();
+    let expect = lease::Expect::Gen(lease::Gen::parse(LIFE_Z).unwrap());
+    leases.create_with_gen(&name, "github:x/y", None, lease::Gen::parse(LIFE_Z).unwrap(), None).unwrap();
+    leases.record_restart(&name, &expect, None).unwrap();
+    (world, leases, name)
+}
+
+fn restart_pending(leases: &lease::LeaseDir, name: &base::SessionName) -> bool {
+    matches!(leases.read(name), lease::LeaseState::Present(lease) if lease.restart_pending())
+}
+
+/// Issue 25 L-15: a start takes the restart mark of the lease its pane is bound to, so no mark outlives the start
+/// it was for (here a first start, which no D12 precedes), and says that the absence was the operator's restart.
+#[test]
+fn a_start_takes_the_restart_mark_of_its_lease() {
+    let (world, leases, name) = marked_world();
+    let mut supervisor = world.supervisor();
+    supervisor.tick();
+    assert_eq!(world.fake.calls("new hook-z"), 1);
+    assert!(!restart_pending(&leases, &name), "the mark outlived the start it was for");
+    assert_eq!(World::lines_with(&supervisor, "'hook-z' was restarted by the operator"), 1, "{:?}", supervisor.log());
+    world.fake.state().live.clear();
+    supervisor.tick();
+    assert_eq!(leases.outcome(&name), Some(lease::Outcome::Vanished), "the loss of the new pane is a loss");
+}
+
+/// Issue 25 L-15: the mark is part of the intent: a start that cannot take it (lease lock busy) does not happen,
+/// with the side file and the registry as they were; a start whose `new-session` fails puts it back.
+#[test]
+fn a_start_that_cannot_take_its_restart_mark_does_not_happen_and_a_failed_one_puts_it_back() {
+    let (world, leases, name) = marked_world();
+    let before = fs::read(world.registry()).unwrap();
+    let held = agent_box_tests::HeldLock::now(&world.home().join(".local/state/agent-box/lease/.lock"));
+    let mut supervisor = world.supervisor();
+    supervisor.tick();
+    drop(held);
+    assert_eq!(world.fake.calls("new hook-z"), 0, "a pane started while its restart mark stayed");
+    assert!(restart_pending(&leases, &name));
+    let lines = supervisor.log().lines();
+    assert!(lines.iter().any(|l| l.contains("session 'hook-z': cannot write") && l.contains("busy")), "{lines:?}");
+    let doc = |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).unwrap()["sessions"]["hook-z"].clone();
+    let mut after = doc(&fs::read(world.registry()).unwrap());
+    after.as_object_mut().unwrap().remove("life");
+    let mut expected = doc(&before);
+    expected.as_object_mut().unwrap().remove("life");
+    assert_eq!(after, expected, "the intent was taken back");
+    assert_eq!(world.read_side_file("hook-z"), None);
+
+    world.fake.state().new_refusal = Some(tmux::TmuxError::Failed { status: Some(1), stderr: "no space".into() });
+    supervisor.tick();
+    assert_eq!(world.fake.calls("new hook-z"), 1);
+    assert!(restart_pending(&leases, &name), "a start that did not happen took the mark for good");
+}

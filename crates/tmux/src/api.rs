@@ -7,6 +7,7 @@ use base::SessionName;
 
 use crate::error::TmuxError;
 use crate::hook::WakeHook;
+use crate::identity::SessionId;
 
 /// One session to start: `new-session -d -s NAME -c CWD [-e K=V]… ARGV…`.
 ///
@@ -62,6 +63,15 @@ pub trait TmuxApi {
 
     /// Kills the exact session; a session or server that is not there is `AlreadyGone`.
     fn kill_session(&self, name: &SessionName) -> Result<Killed, TmuxError>;
+
+    /// Every live session with its identity, in tmux order (issue 25): what a caller captures under the registry
+    /// lock to end later only the sessions that were there then. No server (or no socket directory) means nothing
+    /// is live (`Ok(vec![])`).
+    fn session_ids(&self) -> Result<Vec<(String, SessionId)>, TmuxError>;
+
+    /// Kills the one session `id` names, never one started later under the same name or on another server; a
+    /// session or server that is not there is `AlreadyGone`.
+    fn kill_session_id(&self, id: &SessionId) -> Result<Killed, TmuxError>;
 
     /// Expands `format` for the session's current pane; `NoSuchSession` when it does not exist.
     fn display(&self, name: &SessionName, format: &str) -> Result<String, TmuxError>;

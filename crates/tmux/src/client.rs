@@ -15,6 +15,7 @@ use crate::config::TmuxConfig;
 use crate::env::{CallerPane, ParentEnv, child_env};
 use crate::error::TmuxError;
 use crate::hook::WakeHook;
+use crate::identity::SessionId;
 use crate::run::{Finished, RunError, run};
 use crate::version::parse_version;
 
@@ -160,6 +161,32 @@ impl TmuxApi for Tmux {
             }
             Err(failed @ TmuxError::Failed { .. }) => match self.has_session(name) {
                 Ok(false) => Ok(Killed::AlreadyGone),
+                _ => Err(failed),
+            },
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Lines that do not parse are not ours to read (a session name with a newline) and are left out.
+    fn session_ids(&self) -> Result<Vec<(String, SessionId)>, TmuxError> {
+        match self.on_socket(commands::list_session_ids(), CallerPane::Strip) {
+            Ok(answer) => Ok(answer.lines().iter().filter_map(|line| SessionId::parse_line(line)).collect()),
+            Err(TmuxError::NoServer | TmuxError::SocketDirMissing(_)) => Ok(Vec::new()),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// As [`TmuxApi::kill_session`]: a kill that failed for another reason is still "already gone" when a listing
+    /// then finds no session of that identity.
+    fn kill_session_id(&self, id: &SessionId) -> Result<Killed, TmuxError> {
+        match self.on_socket(commands::kill_session_id(id), CallerPane::Strip) {
+            Ok(answer) if answer.lines().iter().any(|line| line == commands::OTHER_SERVER) => Ok(Killed::AlreadyGone),
+            Ok(_) => Ok(Killed::Yes),
+            Err(TmuxError::NoSuchSession | TmuxError::NoServer | TmuxError::SocketDirMissing(_)) => {
+                Ok(Killed::AlreadyGone)
+            }
+            Err(failed @ TmuxError::Failed { .. }) => match self.session_ids() {
+                Ok(live) if !live.iter().any(|(_, live_id)| live_id == id) => Ok(Killed::AlreadyGone),
                 _ => Err(failed),
             },
             Err(err) => Err(err),

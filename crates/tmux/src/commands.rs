@@ -8,6 +8,7 @@ use crate::api::NewSession;
 use crate::config::TmuxConfig;
 use crate::escape::{escape_format, exact_session, exact_session_pane};
 use crate::hook::{WAKE_HOOK_NAME, WakeHook};
+use crate::identity::{SESSION_ID_FORMAT, SessionId};
 
 /// The format every listing asks for; it is ours, not data, so it is not escaped.
 pub(crate) const SESSION_NAME_FORMAT: &str = "#{session_name}";
@@ -100,6 +101,28 @@ pub(crate) fn has_session(name: &SessionName) -> Vec<OsString> {
 
 pub(crate) fn kill_session(name: &SessionName) -> Vec<OsString> {
     vec!["kill-session".into(), "-t".into(), exact_session(name)]
+}
+
+/// `list-sessions -F '#{pid} #{session_id} #{session_name}'`: every session with its identity, in one client.
+pub(crate) fn list_session_ids() -> Vec<OsString> {
+    words(&["list-sessions", "-F", SESSION_ID_FORMAT])
+}
+
+/// What the kill of a session by identity prints when the server is not the one that gave the id.
+pub(crate) const OTHER_SERVER: &str = "agent-box: another tmux server";
+
+/// Kills session `id` in one client, and only on the server that gave it: `if-shell -F` compares the server's pid
+/// inside the server, so a new server that counts its ids from `$0` again never loses a session to an old id (it
+/// prints [`OTHER_SERVER`] instead). Both numbers are digits we formatted; the target is quoted for tmux's parser,
+/// which would read a bare `$N` as a variable.
+pub(crate) fn kill_session_id(id: &SessionId) -> Vec<OsString> {
+    vec![
+        "if-shell".into(),
+        "-F".into(),
+        format!("#{{==:#{{pid}},{}}}", id.server_pid()).into(),
+        format!("kill-session -t '{}'", id.target()).into(),
+        format!("display-message -p '{OTHER_SERVER}'").into(),
+    ]
 }
 
 /// What `new-session -P` prints: the new pane's pid (ours, not data).
@@ -259,6 +282,21 @@ mod tests {
         assert_eq!(
             strings(&display(&name("a"), "#{pane_current_path}")),
             ["has-session", "-t", "=a", ";", "display-message", "-p", "-t", "=a:", "#{pane_current_path}"]
+        );
+    }
+
+    #[test]
+    fn a_session_is_listed_with_its_identity_and_killed_by_it_only_on_its_server() {
+        assert_eq!(strings(&list_session_ids()), ["list-sessions", "-F", "#{pid} #{session_id} #{session_name}"]);
+        assert_eq!(
+            strings(&kill_session_id(&SessionId::new(4242, 17))),
+            [
+                "if-shell",
+                "-F",
+                "#{==:#{pid},4242}",
+                "kill-session -t '$17'",
+                "display-message -p 'agent-box: another tmux server'"
+            ]
         );
     }
 

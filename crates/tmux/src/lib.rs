@@ -12,6 +12,7 @@ mod env;
 mod error;
 mod escape;
 mod hook;
+mod identity;
 mod run;
 mod version;
 
@@ -24,4 +25,5 @@ pub use env::{CallerPane, ParentEnv, REMOVED_VARS, child_env};
 pub use error::TmuxError;
 pub use escape::escape_format;
 pub use hook::{MAX_HOOK_VALUE, WAKE_HOOK_NAME, WakeHook, WakeHookError};
+pub use identity::SessionId;
 pub use version::parse_version;

@@ -186,6 +186,41 @@ fn session_lifecycle() {
     assert_eq!(tmux.list_sessions(), Ok(Vec::new()));
 }
 
+/// Issue 25: a session killed by its identity is that session only: not one started later under the same name,
+/// and nothing on a new server that gives the same `$N` again.
+#[test]
+fn a_session_killed_by_its_identity_is_never_a_later_one() {
+    let sandbox = Sandbox::new();
+    let tmux = sandbox.real();
+    assert_eq!(tmux.session_ids(), Ok(Vec::new()), "no server: nothing is live");
+    tmux.ensure_server_and_list().unwrap();
+    tmux.new_session(&sleeper("a", &sandbox.dir)).unwrap();
+    let first = tmux.session_ids().unwrap();
+    assert_eq!(first.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["a"]);
+    let old = first[0].1;
+    assert_eq!(tmux.kill_session(&name("a")), Ok(Killed::Yes));
+    tmux.new_session(&sleeper("a", &sandbox.dir)).unwrap();
+    assert_eq!(tmux.kill_session_id(&old), Ok(Killed::AlreadyGone), "the later session of the name is another one");
+    assert_eq!(tmux.has_session(&name("a")), Ok(true));
+    let later = tmux.session_ids().unwrap()[0].1;
+    assert_ne!(later, old);
+    assert_eq!(tmux.kill_session_id(&later), Ok(Killed::Yes));
+    assert_eq!(tmux.has_session(&name("a")), Ok(false));
+    assert_eq!(tmux.kill_session_id(&later), Ok(Killed::AlreadyGone));
+
+    // A new server counts from `$0` again: an identity of the old one names nothing there.
+    tmux.kill_server().unwrap();
+    tmux.new_session(&sleeper("x", &sandbox.dir)).unwrap();
+    let fresh = tmux.session_ids().unwrap()[0].1;
+    tmux.kill_server().unwrap();
+    tmux.new_session(&sleeper("y", &sandbox.dir)).unwrap();
+    let (newer_name, newer) = tmux.session_ids().unwrap()[0].clone();
+    assert_eq!((newer_name.as_str(), newer.number()), ("y", fresh.number()), "the new server gives the same $N");
+    assert_ne!(newer.server_pid(), fresh.server_pid());
+    assert_eq!(tmux.kill_session_id(&fresh), Ok(Killed::AlreadyGone), "the old server's $0 on the new one");
+    assert_eq!(tmux.has_session(&name("y")), Ok(true));
+}
+
 #[test]
 fn session_environment_reads_what_new_session_set() {
     let sandbox = Sandbox::new();

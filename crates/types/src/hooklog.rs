@@ -28,6 +28,9 @@ pub struct SpawnLine {
     /// Issue 24: the key of the intake record the session was admitted from; absent on records of older writers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intake: Option<String>,
+    /// Issue 26: the box that holds the assignment's claim (only with a claims database).
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "box")]
+    pub box_label: Option<String>,
 }
 
 /// An `end` line (LS-8.3).
@@ -48,6 +51,9 @@ pub struct EndLine {
     /// the outcome): whether the notifier had been told of it (N-7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notified: Option<bool>,
+    /// Issue 26: present only on an `elsewhere` end: the box that holds the assignment's claim now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// A `restart` line (issue 17): written by `agent-box-session restart` before it ends the pane of a leased hook

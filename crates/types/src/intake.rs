@@ -48,6 +48,9 @@ pub struct Record {
     pub notified_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub notify: Option<serde_json::Value>,
+    /// Issue 26 (docs/boxes.md BX-4): another box holds the claim of this assignment; the record waits for it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub elsewhere: Option<String>,
 }
 
 /// One accepted batch of a record.
@@ -74,6 +77,8 @@ pub enum How {
     Claimed,
     Expired,
     Removed,
+    /// Issue 26: another box ran the assignment (its claim is done there).
+    Elsewhere,
 }
 
 impl How {
@@ -83,6 +88,7 @@ impl How {
             Self::Claimed => "claimed",
             Self::Expired => "expired",
             Self::Removed => "removed",
+            Self::Elsewhere => "elsewhere",
         }
     }
 }
@@ -130,8 +136,11 @@ pub struct IntakeLine {
 pub struct QueueRow {
     /// 1 for the next record to be admitted; null for an ended row.
     pub position: Option<usize>,
-    /// `queued` or `expired`.
+    /// `queued`, `elsewhere` (another box holds its claim, issue 26) or `expired`.
     pub state: String,
+    /// The box that holds the claim of a record waiting `elsewhere`.
+    #[serde(rename = "box")]
+    pub box_label: Option<String>,
     pub key: String,
     pub topic: String,
     pub assignment: String,

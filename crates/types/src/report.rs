@@ -53,6 +53,15 @@ pub struct LsReport {
     pub tmux: TmuxStatus,
     pub supervisor: SupervisorStatus,
     pub sessions: Vec<LsSession>,
+    /// Issue 24: the intake queue; null when it could not be read (a warning says why).
+    pub queue: Option<QueueCounts>,
+}
+
+/// How many batches wait in the intake queue and how many expired ones need a person (issue 24).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueCounts {
+    pub queued: usize,
+    pub expired: usize,
 }
 
 /// `log --json` (issue 11): the newest records of the hook log, oldest first, each as written; a line that is not
@@ -103,6 +112,8 @@ pub struct PeersReport {
     pub me: Option<String>,
     pub registry: RegistryStatus,
     pub sessions: Vec<Peer>,
+    /// Issue 24: the intake queue; null when it could not be read.
+    pub queue: Option<QueueCounts>,
 }
 
 /// One live session of `peers --json`.
@@ -162,6 +173,8 @@ pub struct CapacityReport {
     pub live: Vec<String>,
     pub counted: Vec<String>,
     pub died: Vec<String>,
+    /// Issue 24: batches waiting in the intake queue for a slot; null when the queue could not be read.
+    pub queued: Option<usize>,
 }
 
 /// `leases --json` (§12.5).

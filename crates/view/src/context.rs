@@ -2,14 +2,14 @@
 //! §3.4, 60-webhook-spawn §3.1): per-user paths, the lock bound, the tmux adapter, and the few variables verbs read
 //! themselves.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::time::Duration;
 
 use registry::capacity::{Mode, admit, read_limit};
 use registry::{CapacityError, ConfigError, Paths, Usage};
 use serde_json::{Map, Value};
-use tmux::{Tmux, TmuxApi, TmuxConfig};
+use tmux::{SessionId, Tmux, TmuxApi, TmuxConfig};
 
 /// Everything a verb reads from outside its arguments.
 pub struct Context {
@@ -102,9 +102,44 @@ impl Context {
 
     /// Capacity in check mode over `sessions` with the live set probed now (10-registry §11).
     pub fn check_capacity(&self, sessions: &Map<String, Value>, targets: &[&str]) -> Result<Usage, CapacityError> {
+        let live = self.live_set().map(|names| names.into_iter().collect());
+        self.check_capacity_over(sessions, targets, live)
+    }
+
+    /// [`Context::check_capacity`] over a live set the caller probed (`Err`: the "unavailable" reason), so one tmux
+    /// call serves the check and what the caller needs of the same instant.
+    pub fn check_capacity_over(
+        &self,
+        sessions: &Map<String, Value>,
+        targets: &[&str],
+        live: Result<BTreeSet<String>, String>,
+    ) -> Result<Usage, CapacityError> {
         let limit = read_limit(self.paths.limit_file(), self.paths.meminfo_file())?;
-        let live: BTreeSet<String> = self.live_set().map_err(CapacityError::Probe)?.into_iter().collect();
+        let live = live.map_err(CapacityError::Probe)?;
         admit(sessions, &live, limit, targets, Mode::Check)
+    }
+
+    /// The live sessions with their identities (issue 25), or the "unavailable" reason: what a verb captures under
+    /// the registry lock, so that it ends afterwards only a pane that was there then ([`Context::kill_pane`]).
+    pub fn live_panes(&self) -> Result<LivePanes, String> {
+        let ids = self.tmux.session_ids().map_err(|e| e.reason())?;
+        Ok(LivePanes(ids.into_iter().collect()))
+    }
+}
+
+/// The live sessions of one instant, by name, each with its identity.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LivePanes(BTreeMap<String, SessionId>);
+
+impl LivePanes {
+    /// The live set (the names).
+    pub fn names(&self) -> BTreeSet<String> {
+        self.0.keys().cloned().collect()
+    }
+
+    /// The session of `name`, if one was live.
+    pub fn get(&self, name: &str) -> Option<SessionId> {
+        self.0.get(name).copied()
     }
 }
 
@@ -118,10 +153,19 @@ pub enum KillResult {
 
 impl Context {
     pub fn kill(&self, name: &base::SessionName) -> KillResult {
-        match self.tmux.kill_session(name) {
-            Ok(tmux::Killed::Yes) => KillResult::Killed,
-            Ok(tmux::Killed::AlreadyGone) => KillResult::AlreadyGone,
-            Err(err) => KillResult::Failed(err.reason()),
-        }
+        kill_result(self.tmux.kill_session(name))
+    }
+
+    /// Ends the one session `id` names (found by [`Context::live_panes`]), never a later one of the same name.
+    pub fn kill_pane(&self, id: &SessionId) -> KillResult {
+        kill_result(self.tmux.kill_session_id(id))
+    }
+}
+
+fn kill_result(killed: Result<tmux::Killed, tmux::TmuxError>) -> KillResult {
+    match killed {
+        Ok(tmux::Killed::Yes) => KillResult::Killed,
+        Ok(tmux::Killed::AlreadyGone) => KillResult::AlreadyGone,
+        Err(err) => KillResult::Failed(err.reason()),
     }
 }

@@ -1,7 +1,7 @@
 //! The read-only views of the box that both front ends need, agent-box-session and agent-box-webhook-spawn
 //! (50-session-cli §3–§7): the context resolved from the environment, the registry, leases and side files read
 //! without a lock, what each session claims, the live peers and their text report, and the `ls` and `leases`
-//! listings as models. Nothing here locks, writes or prints; the front ends render and report.
+//! listings as models, and the intake queue's rows (issue 24). Nothing here locks, writes or prints; the front ends render and report.
 
 pub mod claims;
 pub mod context;
@@ -9,10 +9,11 @@ pub mod leases;
 pub mod ls;
 pub mod notification;
 pub mod peers;
+pub mod queue;
 pub mod read;
 pub mod text;
 
-pub use context::{ConfigProblem, Context, KillResult};
+pub use context::{ConfigProblem, Context, KillResult, LivePanes};
 
 /// A context over the harness's fake tmux for the unit tests of this crate.
 #[cfg(test)]

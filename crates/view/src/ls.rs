@@ -9,16 +9,17 @@ use serde_json::Value;
 use crate::context::Context;
 use crate::read;
 
-/// The rows of a registry `doc` and a live set `live` (tmux order) at time `now`.
-pub fn rows(ctx: &Context, doc: &Document, live: &[String], now: i64) -> Vec<LsSession> {
+/// The rows of a registry `doc` and a live set `live` (tmux order) at time `now`; `notifier` is
+/// [`crate::notification::configured`]'s answer, asked once by the caller (who reports when it has none).
+pub fn rows(ctx: &Context, doc: &Document, live: &[String], now: i64, notifier: bool) -> Vec<LsSession> {
     let is_live = |name: &str| live.iter().any(|l| l == name);
     let mut rows: Vec<LsSession> =
-        doc.names().map(|name| listed_row(ctx, doc.entry(name), name, is_live(name), now)).collect();
+        doc.names().map(|name| listed_row(ctx, doc.entry(name), name, is_live(name), now, notifier)).collect();
     rows.extend(live.iter().filter(|name| !doc.contains(name)).map(|name| unmanaged_row(name)));
     rows
 }
 
-fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, now: i64) -> LsSession {
+fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, now: i64, notifier: bool) -> LsSession {
     let stopped = entry.is_some_and(|e| e.stopped());
     let died = entry.and_then(|e| e.died()).cloned();
     let state = listed_state(stopped, died.is_some(), live);
@@ -39,11 +40,7 @@ fn listed_row(ctx: &Context, entry: Option<Entry<'_>>, name: &str, live: bool, n
         origin: entry.and_then(|e| e.origin()).map(str::to_owned),
         working_directory: entry.and_then(|e| e.get("workingDirectory")).and_then(Value::as_str).map(str::to_owned),
         unresolved: read::unresolved_outcome(&ctx.paths, name),
-        notification: crate::notification::report_of_name(
-            &ctx.paths,
-            name,
-            crate::notification::configured(&ctx.paths),
-        ),
+        notification: crate::notification::report_of_name(&ctx.paths, name, notifier),
         backoff_until,
     }
 }
@@ -97,7 +94,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let ctx = context(home.path(), FakeTmux::live(&["zeta", "b", "alpha"]), &[]);
         let doc = Document::parse(br#"{"sessions":{"b":{"agent":"x"},"a":7}}"#).unwrap();
-        let rows = rows(&ctx, &doc, &["zeta".into(), "b".into(), "alpha".into()], 0);
+        let rows = rows(&ctx, &doc, &["zeta".into(), "b".into(), "alpha".into()], 0, false);
         let names: Vec<(&str, SessionState)> = rows.iter().map(|r| (r.name.as_str(), r.state)).collect();
         assert_eq!(
             names,

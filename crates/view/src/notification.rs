@@ -8,9 +8,27 @@ use lease::{Lease, LeaseState, Notification};
 use registry::Paths;
 use serde_json::{Map, Value};
 
-/// True when the last supervisor started on this box reports outcomes (its marker is a regular file).
-pub fn configured(paths: &Paths) -> bool {
-    std::fs::symlink_metadata(lease::on_outcome_marker(paths.state_dir())).is_ok_and(|m| m.is_file())
+/// The marker could not be looked at, so whether outcomes are reported is not known: an error, never "off".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path} {problem}")]
+pub struct MarkerUnknown {
+    pub path: String,
+    /// `is not a regular file` or `cannot be read (<error>)`.
+    pub problem: String,
+}
+
+/// True when the last supervisor started on this box reports outcomes (its marker is a regular file), false when
+/// there is no marker (or no state directory); anything else (another kind of file, an error other than "not
+/// found") is [`MarkerUnknown`] (N-8).
+pub fn configured(paths: &Paths) -> Result<bool, MarkerUnknown> {
+    let marker = lease::on_outcome_marker(paths.state_dir());
+    let unknown = |problem: String| MarkerUnknown { path: marker.display().to_string(), problem };
+    match std::fs::symlink_metadata(&marker) {
+        Ok(meta) if meta.is_file() => Ok(true),
+        Ok(_) => Err(unknown("is not a regular file".to_owned())),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(unknown(format!("cannot be read ({err})"))),
+    }
 }
 
 /// The report of a lease document; `None` while it has no outcome.
@@ -69,5 +87,23 @@ mod tests {
         assert_eq!(report_of(&done, false).unwrap().at.as_deref(), Some("2026-11-29T10:00:05Z"));
         assert_eq!(cell(report_of(&map(json!({"outcome": "stopped"})), true).as_ref()), "pending");
         assert_eq!(cell(None), "-");
+    }
+
+    #[test]
+    fn the_marker_is_on_off_or_unknown() {
+        let home = tempfile::tempdir().unwrap();
+        let paths = Paths::for_root(home.path(), "agent");
+        assert_eq!(configured(&paths), Ok(false), "no state directory: no notifier");
+        let marker = lease::on_outcome_marker(paths.state_dir());
+        std::fs::create_dir_all(&marker).unwrap();
+        let err = configured(&paths).unwrap_err();
+        assert_eq!(err.to_string(), format!("{} is not a regular file", marker.display()));
+        std::fs::remove_dir(&marker).unwrap();
+        std::fs::write(&marker, b"{}").unwrap();
+        assert_eq!(configured(&paths), Ok(true));
+        std::fs::remove_dir_all(paths.state_dir()).unwrap();
+        std::fs::write(paths.state_dir(), b"").unwrap();
+        let err = configured(&paths).unwrap_err();
+        assert!(err.problem.starts_with("cannot be read ("), "a state directory that is a file: {err}");
     }
 }

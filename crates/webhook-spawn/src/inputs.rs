@@ -93,6 +93,12 @@ pub fn extra_args(raw: Option<&str>) -> (Vec<String>, bool) {
     }
 }
 
+/// Issue 25: the option that leaves the extra arguments of a claude session waiting for a value; claude would take
+/// the `--` before the prompt, and the prompt, for it. W26 then, and the session starts without them (like W4).
+pub fn dangling_for(harness: &str, args: &[String]) -> Option<&'static str> {
+    if harness == "claude" { base::claude_args::dangling_value_option(args) } else { None }
+}
+
 /// The harness (§3.3): W12 when unset or not a name, W13 when not installed; both exit 2.
 pub fn harness(default_agent: Option<&str>, agents: Option<&str>) -> Result<String, String> {
     let harness = default_agent.map(str::trim).filter(|h| !h.is_empty()).ok_or(messages::NO_HARNESS.to_owned())?;

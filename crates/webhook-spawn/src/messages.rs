@@ -10,6 +10,12 @@ pub fn key_too_long(key: &str) -> String {
 pub const META_UNUSABLE: &str = "LOCAL_WEBHOOK_SPAWN_META is not a JSON object; this session claims nothing";
 pub const ARGS_UNUSABLE: &str =
     "AGENT_BOX_HOOK_SESSION_ARGS is not a JSON array of strings; starting without extra arguments";
+/// W26 (issue 25): the claude option at the end would take the prompt; the session starts without the arguments.
+pub fn args_dangling(option: &str) -> String {
+    format!(
+        "AGENT_BOX_HOOK_SESSION_ARGS ends in '{option}', which takes a value: claude would take the prompt for it; starting without extra arguments"
+    )
+}
 pub const CONFIG_UNUSABLE: &str = "LOCAL_WEBHOOK_SPAWN_CONFIG is not a JSON object; ignoring it";
 pub fn profile_ignored(profile: &str, source: &str, harness: &str) -> String {
     format!(

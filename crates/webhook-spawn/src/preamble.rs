@@ -8,7 +8,7 @@ use base::quote::quote_arg;
 use serde_json::Value;
 
 use crate::error::SpawnError;
-use crate::inputs::extra_args;
+use crate::inputs::{dangling_for, extra_args};
 use crate::messages;
 use crate::prompt::{Parts, assign_sentence, render};
 use crate::prose::prose;
@@ -33,7 +33,16 @@ pub fn preamble(
     let harness = text("AGENT_BOX_DEFAULT_AGENT").unwrap_or_else(|| "<the box default harness>".to_owned());
     let label = text("AGENT_BOX_HOOK_ARGS_OPTION_NAME").unwrap_or_else(|| "the fleet-wide default".to_owned());
     let raw_args = text("AGENT_BOX_HOOK_SESSION_ARGS");
-    let (args, args_ok) = extra_args(raw_args.as_deref());
+    let (mut args, args_ok) = extra_args(raw_args.as_deref());
+    let ignored = if !args_ok {
+        Some("not a JSON array of strings".to_owned())
+    } else {
+        dangling_for(&harness, &args)
+            .map(|option| format!("they end in '{option}', which takes a value: claude would take the prompt for it"))
+    };
+    if ignored.is_some() {
+        args.clear();
+    }
     let mut out = String::from("Launch command — what a match starts, with the prompt below:\n  ");
     out.push_str(&harness);
     for arg in &args {
@@ -43,7 +52,7 @@ pub fn preamble(
     out.push('\n');
     let watch_profile = dispatch_profile(&state_dir.join("filter.dispatch.json"), topic, watch);
     out.push_str(&profile_lines(watch_profile.as_deref(), text("AGENT_BOX_HOOK_PROFILE").as_deref()));
-    out.push_str(&args_line(raw_args.is_some() && args_ok && !args.is_empty(), args_ok, &label));
+    out.push_str(&args_line(raw_args.is_some() && !args.is_empty(), ignored.as_deref(), &label));
     out.push('\n');
     out.push_str(&placeholder_prompt(topic, note, harness == "claude"));
     out.push('\n');
@@ -70,9 +79,9 @@ fn profile_lines(watch: Option<&str>, env_profile: Option<&str>) -> String {
         .collect()
 }
 
-fn args_line(non_empty_valid: bool, valid: bool, label: &str) -> String {
-    if !valid {
-        format!("The arguments after the harness would come from {label} — IGNORED, not a JSON array of strings.\n")
+fn args_line(non_empty_valid: bool, ignored: Option<&str>, label: &str) -> String {
+    if let Some(why) = ignored {
+        format!("The arguments after the harness would come from {label} — IGNORED, {why}.\n")
     } else if non_empty_valid {
         format!("The arguments after the harness come from {label}.\n")
     } else {
@@ -85,6 +94,7 @@ fn placeholder_prompt(topic: &str, note: &str, claude: bool) -> String {
     let assign = format!(" [only when an event assigns an issue or PR to this box:]{}", assign_sentence());
     render(&Parts {
         waited: None,
+        taken_over: None,
         topic: &topic,
         note: &prose(note, 1000),
         assign: Some(&assign),

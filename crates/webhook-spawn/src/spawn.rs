@@ -15,7 +15,7 @@ use view::Context;
 
 use crate::claim::parse_meta;
 use crate::error::SpawnError;
-use crate::inputs::{Batch, extra_args, harness, read_batch, report_profiles, seed_problem};
+use crate::inputs::{Batch, dangling_for, extra_args, harness, read_batch, report_profiles, seed_problem};
 use crate::messages;
 use crate::name::{sanitised, too_long};
 use crate::out::Out;
@@ -55,6 +55,10 @@ pub fn spawn(env: &impl Fn(&str) -> Option<OsString>, stdin: &mut impl Read, out
             live: &live,
             peers: &peers,
             now: base::time::now_epoch(),
+            // Issue 26: with a claims database only the supervisor admits, once it holds the claim (BX-1); the
+            // variable (the installed wrappers export it) or the supervisor's marker says there is one.
+            admit_at_once: env("AGENT_BOX_CLAIMS").is_none_or(|v| v.is_empty())
+                && !intake::marker::configured(ctx.paths.state_dir()),
         };
         intake::accept(&site, guard, &plan.incoming, &plan.bounds).map_err(|err| err.to_string())
     })
@@ -99,9 +103,13 @@ fn plan(
     let text = |k: &str| env(k).map(|v| v.to_string_lossy().into_owned());
     let harness = harness(text("AGENT_BOX_DEFAULT_AGENT").as_deref(), text("AGENT_BOX_AGENTS").as_deref())
         .map_err(Stop::Usage)?;
-    let (args, args_ok) = extra_args(text("AGENT_BOX_HOOK_SESSION_ARGS").as_deref());
+    let (mut args, args_ok) = extra_args(text("AGENT_BOX_HOOK_SESSION_ARGS").as_deref());
     if !args_ok {
         out.warn(messages::ARGS_UNUSABLE);
+    }
+    if let Some(option) = dangling_for(&harness, &args) {
+        out.warn(messages::args_dangling(option));
+        args.clear();
     }
     let batch = Batch::from_env(env);
     report_profiles(batch.config.as_deref(), text("AGENT_BOX_HOOK_PROFILE").as_deref(), &harness, out);
@@ -191,6 +199,7 @@ fn record(
         ended_at: None,
         notified_at: None,
         notify: None,
+        elsewhere: None,
     }
 }
 

@@ -708,3 +708,28 @@ fn a_batch_whose_lease_cannot_be_created_waits_instead_of_running_untracked() {
     assert_eq!(queue(&sb).len(), 1);
     assert_eq!(queue(&sb)[0]["assignment"], json!("github:acme/widgets#535"));
 }
+
+// Issue 25 (docs/reference.md, "Extra arguments for claude"): AGENT_BOX_HOOK_SESSION_ARGS that end in an option of
+// claude's that takes a value would hand it the `--` and the prompt; like W4, the session starts without them
+// (the batch is not lost), and says so. A value after the option, or another harness, keeps them.
+#[test]
+fn hook_args_ending_in_a_claude_value_option_are_left_out_with_a_warning() {
+    let sb = world();
+    let args = r#"["--model","sonnet","--add-dir"]"#;
+    webhook_spawn(&sb, &[("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"), ("AGENT_BOX_HOOK_SESSION_ARGS", args)], BATCH)
+        .code(0)
+        .stderr(predicate::str::contains(
+            "agent-box-webhook-spawn: AGENT_BOX_HOOK_SESSION_ARGS ends in '--add-dir', which takes a value: claude would take the prompt for it; starting without extra arguments\n",
+        ));
+    assert_eq!(sb.entry(&only_name(&sb)).unwrap()["extraArgs"], json!([]));
+    for (agent, args, kept) in [
+        ("claude", r#"["--add-dir","/srv/a","--model","sonnet"]"#, json!(["--add-dir", "/srv/a", "--model", "sonnet"])),
+        ("tool", r#"["--add-dir"]"#, json!(["--add-dir"])),
+    ] {
+        let sb = world();
+        let vars = [("LOCAL_WEBHOOK_SPAWN_KEY", "acme/x"), ("AGENT_BOX_HOOK_SESSION_ARGS", args)];
+        let out = webhook_spawn(&sb, &[vars[0], vars[1], ("AGENT_BOX_DEFAULT_AGENT", agent)], BATCH).code(0);
+        assert!(!stderr(&out).contains("AGENT_BOX_HOOK_SESSION_ARGS"), "{agent} {args}: {}", stderr(&out));
+        assert_eq!(sb.entry(&only_name(&sb)).unwrap()["extraArgs"], kept);
+    }
+}

@@ -56,6 +56,7 @@ fn spawn_record<'a>(name: &'a SessionName, object: &'a str, key: &'a str) -> lea
         object: Some(object),
         count: Some(1),
         intake: Some(key),
+        claim: None,
     }
 }
 

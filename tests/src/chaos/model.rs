@@ -109,11 +109,12 @@ impl Incarnation {
         self.expected.listed = false;
     }
 
-    /// `restart` of a listed entry that is not crashed (L-11/L-12): a `stopped` outcome is taken back (the
-    /// assignment goes on), any other stays; the pane, killed or already gone, is started again without a mark
-    /// (L-13). The `restart` line (with the outcome before) is written when the lease was open or `stopped`: the
-    /// lease crate marks only those (`LeaseDir::record_restart` answers `AlreadySet` for a `vanished` or `died:N`
-    /// lease, and writes no line then), which docs/lives.md L-11 leaves open.
+    /// `restart` of a listed entry that is not crashed, whose pane it killed or whose `stopped` it took back
+    /// (L-11/L-12, L-16): a `stopped` outcome is taken back (the assignment goes on), any other stays; the pane is
+    /// started again without a mark (L-13, L-15). The `restart` line (with the outcome before) is written when the
+    /// lease was open or `stopped`: the lease crate marks only those (`LeaseDir::record_restart` answers
+    /// `AlreadySet` for a `vanished` or `died:N` lease, and writes no line then). A restart that found no pane of an
+    /// entry it did not unstop records nothing (L-16); the driver counts that output as wrong and never models it.
     pub fn restart(&mut self) {
         if matches!(self.outcome().as_deref(), None | Some("stopped")) {
             self.expected.restarts.push(self.outcome());

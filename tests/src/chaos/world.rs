@@ -264,6 +264,7 @@ impl World {
             object: Some("1"),
             count: Some(1),
             intake: None,
+            claim: None,
         };
         let _ = log.append_spawn(&record);
         Ok(new_gen.to_string())

@@ -209,7 +209,7 @@ fn stamps(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Rule 7: the integer after `"createdAt":` (when within 24 h of the start) → `<EPOCH>`; after `"lifeSeconds":`,
-/// `"waitedSeconds":` (issue 24's intake lines) and in `life=<n>s` → `<SECS>`. The JSON forms are matched with and without the space after the colon, as
+/// `"waitedSeconds":` (issue 24's intake lines), `"ageSeconds":` (`queue --json`) and in `life=<n>s` → `<SECS>`. The JSON forms are matched with and without the space after the colon, as
 /// the registry is pretty-printed and the hook log compact.
 fn durations(bytes: &[u8], start: i64) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
@@ -234,6 +234,7 @@ fn duration_at(bytes: &[u8], i: usize, start: i64) -> Option<((usize, usize), &'
         (&b"\"createdAt\":"[..], &b"<EPOCH>"[..], true),
         (&b"\"lifeSeconds\":"[..], &b"<SECS>"[..], false),
         (&b"\"waitedSeconds\":"[..], &b"<SECS>"[..], false),
+        (&b"\"ageSeconds\":"[..], &b"<SECS>"[..], false),
     ] {
         if let Some(after) = rest.strip_prefix(key) {
             let space = usize::from(after.first() == Some(&b' '));

@@ -53,6 +53,7 @@ impl Installed {
             agents: vec!["claude".into(), "codex".into(), "shell".into()],
             default_agent: "claude".into(),
             unit: true,
+            queue: install::QueueBounds::default(),
         };
         let sources = Sources {
             supervisor: bin("agent-box-supervisor"),

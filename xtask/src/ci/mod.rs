@@ -29,7 +29,7 @@ enum Step {
 
 const STEPS: [Step; 7] = [Step::Setup, Step::Fmt, Step::Clippy, Step::Test, Step::Golden, Step::Nix, Step::Powerloss];
 
-/// Crashes of the ci run of `cargo xtask powerloss`: every crash point comes up at least twice (about a minute).
+/// Crashes of the ci run of `cargo xtask powerloss`: every crash point comes up twice (about 100 s with the queue box).
 const CI_CRASHES: usize = 20;
 
 impl Step {

@@ -1,10 +1,13 @@
 //! The checks after the remount: the registry valid, every acknowledged update present, every lease readable,
 //! every hook-log line whole, item 2's invariant (a dispatched assignment keeps its lease or its end record, a
-//! lease has its spawn record), and the negative control's loss.
+//! lease has its spawn record), the queue box's intake queue (`queue.rs`), and the negative control's loss.
+
+mod queue;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
+use std::path::Path;
 
 use base::SessionName;
 use lease::{LeaseDir, LeaseState};
@@ -14,6 +17,8 @@ use serde_json::Value;
 use super::ledger::{Kind, Ledger};
 use super::world::World;
 use super::writers::{RMW_LOOPS, SHARED_KEY, epilogue_field_holds};
+
+pub use self::queue::QueueFindings;
 
 /// What one round found.
 #[derive(Debug, Default)]
@@ -28,6 +33,7 @@ pub struct Findings {
     pub invariant: Vec<String>,
     pub control_acknowledged: u64,
     pub control_lost: u64,
+    pub queue: QueueFindings,
 }
 
 impl Findings {
@@ -39,8 +45,9 @@ impl Findings {
     }
 }
 
-/// Checks the remounted HOME against what the round acknowledged.
-pub fn check(world: &World, ledger: &Ledger) -> Findings {
+/// Checks the remounted HOMEs against what the round acknowledged; `lazyfs` is the remount's process (the queue
+/// box's tick may have to kill it, as a halt does, when one of its processes cannot be stopped).
+pub fn check(world: &World, ledger: &Ledger, lazyfs: Option<u32>) -> Findings {
     let mut found = Findings { acknowledged: ledger.acknowledged(), ..Findings::default() };
     let doc = match registry::read(world.paths.registry()) {
         ReadOutcome::Valid(doc) => doc,
@@ -53,8 +60,11 @@ pub fn check(world: &World, ledger: &Ledger) -> Findings {
     check_sessions(&doc, ledger, &mut found);
     let leases = LeaseDir::new(world.paths.lease_dir());
     check_dispatches(&doc, &leases, ledger, &mut found);
-    let log = hook_log(world, &mut found);
+    let log = hook_log(&world.paths.hook_log(), &mut found);
     check_leases_and_invariant(&leases, &log, ledger, &mut found);
+    queue::check_main_box_queued(world, &log, &ledger.spawn_queued, &mut found);
+    queue::check_queue_box(world, &ledger.queue, lazyfs, &mut found);
+    found.queue.supervisor_kills = ledger.supervisor_kills;
     check_control(world, ledger, &mut found);
     found
 }
@@ -115,8 +125,8 @@ fn check_dispatches(doc: &Document, leases: &LeaseDir, ledger: &Ledger, found: &
 }
 
 /// The hook log's lines, parsed; a line that is not a whole JSON object is corrupt.
-fn hook_log(world: &World, found: &mut Findings) -> Vec<Value> {
-    let text = match fs::read(world.paths.hook_log()) {
+fn hook_log(path: &Path, found: &mut Findings) -> Vec<Value> {
+    let text = match fs::read(path) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(err) if err.kind() == io::ErrorKind::NotFound => String::new(),
         Err(err) => {

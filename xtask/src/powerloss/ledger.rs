@@ -18,9 +18,13 @@ pub enum Kind {
     Epilogue,
     /// The epilogue's lease change (deleted, or its outcome set), read back after it exited.
     EpilogueLease,
+    /// Exit 0 of `agent-box-webhook-spawn` on the queue box (issue 24): its delivery id must stay queued,
+    /// admitted or ended, once.
+    Queue,
 }
 
-pub const KINDS: [Kind; 6] = [Kind::Rmw, Kind::Add, Kind::Rm, Kind::Spawn, Kind::Epilogue, Kind::EpilogueLease];
+pub const KINDS: [Kind; 7] =
+    [Kind::Rmw, Kind::Add, Kind::Rm, Kind::Spawn, Kind::Epilogue, Kind::EpilogueLease, Kind::Queue];
 
 impl Kind {
     pub fn label(self) -> &'static str {
@@ -31,6 +35,7 @@ impl Kind {
             Kind::Spawn => "webhook-spawn",
             Kind::Epilogue => "epilogue",
             Kind::EpilogueLease => "epilogue lease",
+            Kind::Queue => "queue box",
         }
     }
 }
@@ -52,6 +57,60 @@ pub struct Dispatch {
     pub epilogue: Option<EpilogueAck>,
 }
 
+/// What an exit 0 of webhook-spawn said it did with the batch (its stdout line, docs/intake.md IN-6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Accepted {
+    /// `session 'NAME' (…) added …`: admitted at once.
+    Admitted(String),
+    /// W20: queued.
+    Queued,
+    /// W21: appended to the queued record of its assignment.
+    Coalesced,
+    /// W22: its delivery id was accepted before.
+    Duplicate,
+    /// W23: a live session already claims the work.
+    Claimed,
+}
+
+impl Accepted {
+    /// The stdout line of an exit 0; `None` for a line of none of these shapes.
+    pub fn parse(stdout: &str) -> Option<Self> {
+        let line = stdout.lines().next()?;
+        let quoted = || line.split('\'').nth(1).map(str::to_owned);
+        if line.starts_with("session '") && line.contains("already claims this work") {
+            Some(Self::Claimed)
+        } else if line.starts_with("session '") {
+            quoted().map(Self::Admitted)
+        } else if line.starts_with("batch queued") {
+            Some(Self::Queued)
+        } else if line.starts_with("batch added to the queued assignment") {
+            Some(Self::Coalesced)
+        } else if line.starts_with("delivery '") && line.contains("was already accepted") {
+            Some(Self::Duplicate)
+        } else {
+            None
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Admitted(_) => "admitted at once",
+            Self::Queued => "queued",
+            Self::Coalesced => "coalesced",
+            Self::Duplicate => "duplicate",
+            Self::Claimed => "claimed",
+        }
+    }
+}
+
+/// One exit 0 of webhook-spawn that did not (or not only) add an entry: the delivery id it was given and what it
+/// said it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueAck {
+    pub key: String,
+    pub accepted: Accepted,
+}
+
 /// The acknowledgements of one round.
 #[derive(Debug, Default)]
 pub struct Ledger {
@@ -64,6 +123,13 @@ pub struct Ledger {
     pub sessions: BTreeMap<String, Option<bool>>,
     pub session_acks: BTreeMap<Kind, u64>,
     pub dispatched: Vec<Dispatch>,
+    /// Exits 0 of webhook-spawn on the main box that queued the batch (its admission failed: the lease or the
+    /// registry write, as LazyFS died between them); the record must be there.
+    pub spawn_queued: Vec<QueueAck>,
+    /// Exits 0 of webhook-spawn on the queue box, in order.
+    pub queue: Vec<QueueAck>,
+    /// How often the queue box's supervisor was SIGKILLed (and started again).
+    pub supervisor_kills: u64,
     /// The negative control: renames done, and the value of the last one.
     pub control_writes: u64,
     pub control_last: u64,
@@ -78,7 +144,8 @@ impl Ledger {
     pub fn acknowledged(&self) -> BTreeMap<Kind, u64> {
         let mut acks = self.session_acks.clone();
         acks.insert(Kind::Rmw, self.rmw.iter().sum());
-        acks.insert(Kind::Spawn, self.dispatched.len() as u64);
+        acks.insert(Kind::Spawn, (self.dispatched.len() + self.spawn_queued.len()) as u64);
+        acks.insert(Kind::Queue, self.queue.len() as u64);
         let epilogues = || self.dispatched.iter().filter_map(|d| d.epilogue);
         acks.insert(Kind::Epilogue, epilogues().filter(|e| e.registry).count() as u64);
         acks.insert(Kind::EpilogueLease, epilogues().filter(|e| e.lease).count() as u64);
@@ -108,6 +175,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stdout_lines_say_what_became_of_the_batch() {
+        let parse = |line: &str| Accepted::parse(&format!("{line}\n"));
+        assert_eq!(
+            parse("session 'hook-pl-q-1a2b' (tool) added with a kickoff prompt — the supervisor starts it within ~2s"),
+            Some(Accepted::Admitted("hook-pl-q-1a2b".into()))
+        );
+        // The name in a queued line's reason is not an admission (the bug this parse fixed: such a line was read
+        // as the session it names).
+        assert_eq!(
+            parse("batch queued at position 1 of 1 (could not create the lease for 'hook-pl-8-604b' (x)); …"),
+            Some(Accepted::Queued)
+        );
+        assert_eq!(
+            parse("batch added to the queued assignment 'k' (position 1, 2 batches); …"),
+            Some(Accepted::Coalesced)
+        );
+        assert_eq!(
+            parse("delivery 'pl-q-3' was already accepted (admitted as 'hook-x'); nothing changed"),
+            Some(Accepted::Duplicate)
+        );
+        assert_eq!(
+            parse("session 'hook-x' already claims this work; no session was started (the batch ended claimed)"),
+            Some(Accepted::Claimed)
+        );
+        assert_eq!(parse("something else"), None);
+        assert_eq!(Accepted::parse(""), None);
+    }
+
+    #[test]
     fn acknowledgements_are_counted_by_kind() {
         let mut ledger = Ledger::new(2);
         ledger.rmw_committed(0, 1);
@@ -124,8 +220,8 @@ mod tests {
         assert_eq!(ledger.sessions["a"], Some(false));
         assert_eq!(
             KINDS.map(|k| acks.get(&k).copied().unwrap_or(0)),
-            [2, 1, 1, 2, 1, 0],
-            "rmw, add, rm, spawn, epilogue, epilogue lease"
+            [2, 1, 1, 2, 1, 0, 0],
+            "rmw, add, rm, spawn, epilogue, epilogue lease, queue box"
         );
     }
 }

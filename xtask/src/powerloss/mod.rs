@@ -9,6 +9,7 @@ mod check;
 mod faults;
 mod ledger;
 mod mount;
+mod qbox;
 mod report;
 mod round;
 mod world;
@@ -36,7 +37,8 @@ pub struct PowerlossArgs {
     pub seed: Option<u64>,
 }
 
-/// Whether this machine can run it: root (FUSE with `allow_other`, mounts) and `/dev/fuse`. The reason otherwise.
+/// Whether this machine can run it: root (FUSE with `allow_other`, mounts), `/dev/fuse` and the LazyFS sources
+/// in `../shared` beside the checkout. The reason otherwise (ci prints it as its `SKIP` line).
 pub fn unavailable() -> Option<String> {
     if !crate::ci::setup::running_as_root() {
         return Some("needs root (it mounts LazyFS)".to_owned());
@@ -44,7 +46,13 @@ pub fn unavailable() -> Option<String> {
     if !Path::new("/dev/fuse").exists() {
         return Some("needs /dev/fuse".to_owned());
     }
-    None
+    sources_unavailable(&run::workspace_root())
+}
+
+/// A clone of the repository alone has no `../shared` and so no LazyFS sources: it cannot run here. A `../shared`
+/// that is there but lacks them is not a reason to skip: the run then fails (exit 96), and ci with it.
+fn sources_unavailable(root: &Path) -> Option<String> {
+    (!run::shared_present(root)).then(|| format!("needs the LazyFS sources ({} beside the checkout)", build::VENDOR))
 }
 
 /// Runs the command and returns its exit code.
@@ -107,5 +115,23 @@ fn cargo(args: &[&str]) -> Result<(), String> {
     match run::status(&mut cmd) {
         Ok(status) if status.success() => Ok(()),
         _ => Err(format!("{} failed", run::echo_line(&cmd))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clone_without_shared_cannot_run_it_a_broken_shared_can() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("checkout");
+        std::fs::create_dir_all(&root).unwrap();
+        assert_eq!(
+            sources_unavailable(&root).as_deref(),
+            Some("needs the LazyFS sources (../shared/vendor/lazyfs beside the checkout)")
+        );
+        std::fs::create_dir_all(dir.path().join("shared")).unwrap();
+        assert_eq!(sources_unavailable(&root), None, "../shared without LazyFS: the run fails, ci with it");
     }
 }

@@ -3,9 +3,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::check::Findings;
+use super::check::{Findings, QueueFindings};
 use super::faults::{CRASH_POINTS, Fault};
 use super::ledger::{KINDS, Kind};
+use super::qbox::{QUEUE_MAX, SLOTS};
 use super::round::Round;
 
 /// Detail lines (corrupt files, broken invariants) printed in full; the rest are only counted.
@@ -23,6 +24,9 @@ pub struct Totals {
     pub control_lost: u64,
     /// Rounds in which LazyFS stopped answering and was killed instead.
     pub hung: u64,
+    /// The queue box's figures, summed (its broken promises in `queue_details`).
+    pub queue: QueueFindings,
+    queue_details: Vec<String>,
     /// Per fault: rounds, and (for a crash) how many fired at the armed syscall.
     faults: BTreeMap<&'static str, (u64, u64)>,
     /// Lost updates and corrupt files, then broken invariants: printed apart, so the second cannot crowd out the
@@ -51,16 +55,45 @@ impl Totals {
         for line in &found.invariant {
             self.invariant_details.push(format!("round {index}: {line}"));
         }
+        self.add_queue(index, &found.queue);
+    }
+
+    fn add_queue(&mut self, index: u64, found: &QueueFindings) {
+        let sum = &mut self.queue;
+        for (label, n) in &found.acked {
+            *sum.acked.entry(label).or_default() += n;
+        }
+        for (into, from) in [
+            (&mut sum.queued, found.queued),
+            (&mut sum.admitted, found.admitted),
+            (&mut sum.ended, found.ended),
+            (&mut sum.duplicated, found.duplicated),
+            (&mut sum.intents, found.intents),
+            (&mut sum.finished, found.finished),
+            (&mut sum.taken_back, found.taken_back),
+            (&mut sum.end_intents, found.end_intents),
+            (&mut sum.ends_finished, found.ends_finished),
+            (&mut sum.unresolved, found.unresolved),
+            (&mut sum.supervisor_kills, found.supervisor_kills),
+        ] {
+            *into += from;
+        }
+        self.queue_details.extend(found.broken.iter().map(|line| format!("round {index}: queue box: {line}")));
     }
 
     pub fn lost_total(&self) -> u64 {
         self.lost.values().sum()
     }
 
-    /// Exit 0 needs 0 lost, 0 corrupt, item 2's invariant held, and a control that lost data (else the run could
-    /// not have seen a missing fsync at all).
+    /// Exit 0 needs 0 lost, 0 corrupt, item 2's invariant held, no key of the queue box twice and no admission
+    /// left unresolved (docs/intake.md IN-12), and a control that lost data (else the run could not have seen a
+    /// missing fsync at all).
     pub fn passed(&self) -> bool {
-        self.lost_total() == 0 && self.corrupt == 0 && self.invariant == 0 && self.control_lost > 0
+        self.lost_total() == 0
+            && self.corrupt == 0
+            && self.invariant == 0
+            && self.queue_details.is_empty()
+            && self.control_lost > 0
     }
 
     /// The summary: one line per figure, the invariant on its own line.
@@ -68,6 +101,7 @@ impl Totals {
         let mut out = String::new();
         print_details(&mut out, &self.details);
         print_details(&mut out, &self.invariant_details);
+        print_details(&mut out, &self.queue_details);
         let _ = writeln!(out, "powerloss: faults: {}", self.fault_list());
         if self.hung > 0 {
             let _ = writeln!(out, "powerloss: LazyFS hung in {} rounds and was killed (a power loss too)", self.hung);
@@ -83,6 +117,7 @@ impl Totals {
              {} broken",
             self.invariant
         );
+        out.push_str(&queue_lines(&self.queue, self.lost.get(&Kind::Queue).copied().unwrap_or(0)));
         let verdict = if self.control_lost > 0 { "lost data, as it must" } else { "LOST NOTHING: the run is blind" };
         let _ = writeln!(
             out,
@@ -105,6 +140,34 @@ impl Totals {
         }
         parts.join(", ")
     }
+}
+
+/// The queue box's two lines: what webhook-spawn acknowledged and what each key was after the tick; what was
+/// lost or doubled, and what the crash table (IN-12) had to do.
+fn queue_lines(q: &QueueFindings, lost: u64) -> String {
+    let acked: u64 = q.acked.values().sum();
+    let by: Vec<String> = ["admitted at once", "queued", "coalesced", "duplicate", "claimed"]
+        .iter()
+        .map(|label| format!("{label} {}", q.acked.get(label).copied().unwrap_or(0)))
+        .collect();
+    format!(
+        "queue box ({SLOTS} slots, at most {QUEUE_MAX} queued): acknowledged {acked} ({}); their delivery ids after \
+         the remount and one tick: {} queued, {} admitted, {} ended\n\
+         queue box: lost {lost}, duplicated {}; interrupted admissions {} (finished {}, taken back {}), interrupted \
+         ends {} (finished {}), left unresolved {}; supervisor SIGKILLed {} times\n",
+        by.join(", "),
+        q.queued,
+        q.admitted,
+        q.ended,
+        q.duplicated,
+        q.intents,
+        q.finished,
+        q.taken_back,
+        q.end_intents,
+        q.ends_finished,
+        q.unresolved,
+        q.supervisor_kills
+    )
 }
 
 fn print_details(out: &mut String, lines: &[String]) {
@@ -140,11 +203,14 @@ pub fn round_line(index: u64, of: usize, round: &Round) -> String {
     };
     let how = if round.hung { format!("{how}, LazyFS hung: killed") } else { how };
     format!(
-        "powerloss: round {index}/{of}: {how}: acknowledged {}, lost {}, corrupt {}, invariant broken {}, control lost {}",
+        "powerloss: round {index}/{of}: {how}: acknowledged {}, lost {}, corrupt {}, invariant broken {}, queue \
+         duplicated {} unresolved {}, control lost {}",
         found.acknowledged.values().sum::<u64>(),
         found.lost.values().sum::<u64>(),
         found.corrupt.len(),
         found.invariant.len(),
+        found.queue.duplicated,
+        found.queue.unresolved,
         found.control_lost
     )
 }
@@ -173,6 +239,9 @@ mod tests {
         assert!(!verdict(round(1, 3, 0)));
         assert!(!verdict(round(0, 0, 0)), "a control that lost nothing means the run was blind");
         assert!(!verdict(round(0, 3, 1)));
+        let mut doubled = round(0, 3, 0);
+        doubled.findings.queue.broken.push("k is in 2 records".into());
+        assert!(!verdict(doubled), "a key held twice fails the run");
     }
 
     #[test]
@@ -180,9 +249,16 @@ mod tests {
         let mut totals = Totals::default();
         totals.add(1, &round(2, 3, 1));
         let text = totals.summary(7, 1.0);
-        for start in
-            ["crashes: 1 ", "acknowledged: 0 ", "lost: 2 (", "corrupt: 0", "invariant (item 2", "negative control"]
-        {
+        for start in [
+            "crashes: 1 ",
+            "acknowledged: 0 ",
+            "lost: 2 (",
+            "corrupt: 0",
+            "invariant (item 2",
+            "queue box (2 slots",
+            "queue box: lost 0, duplicated 0",
+            "negative control",
+        ] {
             assert!(text.lines().any(|l| l.starts_with(start)), "{start}: {text}");
         }
     }

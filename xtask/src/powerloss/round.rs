@@ -58,9 +58,12 @@ pub fn run(world: &World, fault: Fault, seed: u64) -> Result<Round, String> {
             Fault::ClearCache => false,
             Fault::Crash(point) => mount.command(&point.command()).is_ok() && mount.wait_exit(FIRE_WAIT),
         };
-        let hung = writers.halt(mount.pid());
+        let hung = writers.halt(mount.pid()) | world.queue.kill_strays(mount.pid());
         // A second halt finds nothing left to stop.
         drop(guard);
+        // An armed crash that fired only after FIRE_WAIT (a writer reached its syscall while being halted) is a
+        // power loss too; a clear-cache would find no LazyFS to send it to.
+        let fired = fired || (matches!(fault, Fault::Crash(_)) && !hung && !mount.alive());
         // A LazyFS that died (fired or killed as hung) has already lost all it cached.
         if !fired && !hung {
             clear_cache(&mut mount, world)?;
@@ -70,7 +73,7 @@ pub fn run(world: &World, fault: Fault, seed: u64) -> Result<Round, String> {
     mount.power_off();
     let ledger = writers.into_ledger();
     let mut again = Mount::start(&world.layout).map_err(|e| format!("cannot remount LazyFS: {e}"))?;
-    let findings = check(world, &ledger);
+    let findings = check(world, &ledger, again.pid());
     again.power_off();
     Ok(Round { fault, fired, hung, findings })
 }

@@ -1,5 +1,6 @@
 //! The sandbox the writers run in: a HOME on the LazyFS mount (`<target>/powerloss/mnt/home/agent`), the products'
-//! environment, the epilogue baked for that HOME, and the reset that gives every crash round a fresh registry.
+//! environment, the epilogue baked for that HOME, the queue box beside it (`qbox.rs`), and the reset that gives
+//! every crash round fresh registries.
 
 use std::ffi::OsString;
 use std::fs;
@@ -11,6 +12,7 @@ use std::process::{Command, Stdio};
 use agent_box_install::bake::Profile;
 
 use super::mount::Layout;
+use super::qbox::QueueBox;
 use crate::{bake_epilogue, run};
 
 /// HOME under the mount point (and, the same relative path, under the backing directory).
@@ -28,6 +30,8 @@ pub struct World {
     env: Vec<(String, OsString)>,
     bins: PathBuf,
     pub epilogue: PathBuf,
+    /// The second box, with 2 slots, whose batches queue (issue 24).
+    pub queue: QueueBox,
 }
 
 impl World {
@@ -51,7 +55,9 @@ impl World {
         let epilogue = bake_epilogue::bake_echoed(paths.registry(), paths.state_dir(), Profile::Dev)
             .map_err(|stop| stop.message)?;
         let env = product_env(&home, &work, &epilogue);
-        Ok(Self { layout, home, paths, env, bins: run::target_dir().join("debug"), epilogue })
+        let bins = run::target_dir().join("debug");
+        let queue = QueueBox::prepare(&layout, &work, bins.clone())?;
+        Ok(Self { layout, home, paths, env, bins, epilogue, queue })
     }
 
     /// A product (`agent-box-session`, …, or `examples/rmw`) with exactly the sandbox environment, run in HOME.
@@ -79,18 +85,24 @@ impl World {
     /// A fresh HOME on the backing directory (the mount must be down): the directories the products expect and
     /// an empty registry, all made durable, so a round starts from the same state whatever the last one left.
     pub fn reset(&self) -> io::Result<()> {
-        let home = self.layout.backing.join(HOME);
-        match fs::remove_dir_all(&home) {
-            Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
-            _ => {}
-        }
-        for dir in [".config/agent-box", ".local/state/agent-box/lease", ".local/state/local-webhook", "control"] {
-            fs::create_dir_all(home.join(dir))?;
-        }
-        fs::set_permissions(&home, fs::Permissions::from_mode(0o700))?;
-        let registry = home.join(".config/agent-box/sessions.json");
-        registry::write_atomic(&registry, &registry::Document::empty().to_bytes()).map(drop)
+        fresh_home(&self.layout.backing.join(HOME))?;
+        fs::create_dir_all(self.layout.backing.join(HOME).join("control"))?;
+        self.queue.reset()
     }
+}
+
+/// `home` emptied, with the directories the products expect and an empty registry, all made durable.
+pub fn fresh_home(home: &Path) -> io::Result<()> {
+    match fs::remove_dir_all(home) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+        _ => {}
+    }
+    for dir in [".config/agent-box", ".local/state/agent-box/lease", ".local/state/local-webhook"] {
+        fs::create_dir_all(home.join(dir))?;
+    }
+    fs::set_permissions(home, fs::Permissions::from_mode(0o700))?;
+    let registry = home.join(".config/agent-box/sessions.json");
+    registry::write_atomic(&registry, &registry::Document::empty().to_bytes()).map(drop)
 }
 
 /// The variables every product gets (after `env_clear`): HOME on the mount, a tmux directory with no server in it

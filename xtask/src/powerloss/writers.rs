@@ -1,7 +1,10 @@
 //! The concurrent writers of a round, each a thread that runs real product processes on the mount and writes what
 //! they acknowledged into the ledger: 4 locked read-modify-write loops (the registry crate's `rmw` example),
-//! `agent-box-session add`/`rm`, `agent-box-webhook-spawn` followed by the baked epilogue, and the negative control
-//! (a rename without fsync, done here in-process).
+//! `agent-box-session add`/`rm`, `agent-box-webhook-spawn` followed by the baked epilogue, the queue box's
+//! deliveries and its supervisor (`queue.rs`), and the negative control (a rename without fsync, done here
+//! in-process).
+
+mod queue;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -18,7 +21,7 @@ use nix::unistd::Pid;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::ledger::{Dispatch, EpilogueAck, Kind, Ledger};
+use super::ledger::{Accepted, Dispatch, EpilogueAck, Kind, Ledger, QueueAck};
 use super::world::World;
 
 /// The locked read-modify-write loops; each bumps the shared key and its own.
@@ -83,6 +86,8 @@ impl<'w> Writers<'w> {
         }
         spawn(Box::new(|| self.session_loop()));
         spawn(Box::new(|| self.spawn_loop()));
+        spawn(Box::new(|| self.queue_loop()));
+        spawn(Box::new(|| self.supervisor_loop()));
         spawn(Box::new(|| self.control_loop()));
     }
 
@@ -201,7 +206,16 @@ impl<'w> Writers<'w> {
             if self.stopped() {
                 return;
             }
-            let Some(name) = self.dispatch(j) else { continue };
+            let name = match self.dispatch(j) {
+                Some(Accepted::Admitted(name)) => name,
+                // The main box never runs out of slots: its batch queues only when the admission failed (LazyFS
+                // died between the record and the lease); the record must be there (IN-6).
+                Some(accepted) => {
+                    locked(&self.ledger).spawn_queued.push(QueueAck { key: format!("pl-{j}"), accepted });
+                    continue;
+                }
+                None => continue,
+            };
             locked(&self.ledger).dispatched.push(Dispatch { name: name.clone(), epilogue: None });
             if rng.random_bool(0.6) {
                 let status = if rng.random_bool(0.5) { 0 } else { 3 };
@@ -215,20 +229,19 @@ impl<'w> Writers<'w> {
         }
     }
 
-    /// `agent-box-webhook-spawn` for key `pl/<j>`; the minted name when it exited 0.
-    fn dispatch(&self, j: u64) -> Option<String> {
+    /// `agent-box-webhook-spawn` for key `pl/<j>`, delivery id `pl-<j>`; what its stdout said when it exited 0.
+    fn dispatch(&self, j: u64) -> Option<Accepted> {
         let mut cmd = self.world.product("agent-box-webhook-spawn");
         cmd.env("LOCAL_WEBHOOK_SPAWN_KEY", format!("pl/{j}"))
             .env("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:pl/*")
             .env("LOCAL_WEBHOOK_SPAWN_EVENT", "issues")
             .env("LOCAL_WEBHOOK_SPAWN_COUNT", "1")
-            .env("LOCAL_WEBHOOK_SPAWN_META", format!(r#"{{"number":"{j}"}}"#));
+            .env("LOCAL_WEBHOOK_SPAWN_META", format!(r#"{{"number":"{j}","delivery":"pl-{j}"}}"#));
         let (code, out) = self.run(cmd, Some(&format!("[github] issue #{j} opened\n")));
         if code != Some(0) {
             return None;
         }
-        // `session 'NAME' (tool) added …`: the name is the first quoted word.
-        out.split('\'').nth(1).map(str::to_owned)
+        Accepted::parse(&out)
     }
 
     /// The baked epilogue `NAME STATUS GEN GEN` (webhook-spawn makes the lease's gen the entry's life), then what

@@ -150,7 +150,8 @@ scratch                  -        unmanaged
         rows[i]["notification"] = json!({"state": "off", "at": null, "attempts": 0, "nextAt": null});
     }
     rows[2]["died"] = json!(1);
-    let expected = json!({"version": 1, "registry": "ok", "tmux": "ok", "supervisor": "stopped", "sessions": rows});
+    let queue = json!({"queued": 0, "expired": 0});
+    let expected = json!({"version": 1, "registry": "ok", "tmux": "ok", "supervisor": "stopped", "sessions": rows, "queue": queue});
     let mut expected_text = serde_json::to_string_pretty(&expected).unwrap();
     expected_text.push('\n');
     assert_eq!(quiet(&sb, &["ls", "--json"]), expected_text);
@@ -397,7 +398,7 @@ fn read_only_verbs_on_a_fresh_home_create_nothing() {
         session(&sb, args).code(0);
     }
     assert_eq!(tree(sb.home()), before, "a read-only verb created something under HOME");
-    assert_eq!(quiet(&sb, &["capacity"]), "{\"used\": 0, \"max\": 8}\n");
+    assert_eq!(quiet(&sb, &["capacity"]), "{\"used\": 0, \"max\": 8, \"queued\": 0}\n");
     assert!(!sb.registry().exists());
 }
 
@@ -423,7 +424,7 @@ fn capacity_json_lists_the_sets_and_a_policy_error_is_75() {
     let json = json_of(&sb, "capacity");
     assert_eq!(
         json,
-        json!({"version": 1, "used": 1, "max": 8, "free": 7, "live": ["d"], "counted": ["a"], "died": ["d"]})
+        json!({"version": 1, "used": 1, "max": 8, "free": 7, "live": ["d"], "counted": ["a"], "died": ["d"], "queued": 0})
     );
     sb.set_limit("many");
     let refusal = "agent-box-session: cannot check session capacity: the session limit must be";
@@ -550,4 +551,24 @@ fn control_characters_show_as_question_marks_and_json_stays_raw() {
     assert_eq!(peers["sessions"][0]["unresolved"], "died:1\u{1b}[2J");
     assert_eq!(peers["sessions"][0]["claims"]["topics"][0]["note"], "fixing [2J the thing", "notes are folded (12.3)");
     assert_eq!(json_of(&sb, "leases")["leases"][0]["outcome"], "died:1\u{1b}[2J");
+}
+
+// N-8 (issue 25): the notifier marker that cannot be looked at is not "no notifier": `ls` and `leases` (text and
+// JSON) stop with one line and exit 1 instead of showing an undelivered outcome as `off`.
+#[test]
+fn a_notifier_marker_that_cannot_be_read_is_an_error_not_off() {
+    let sb = Sandbox::new();
+    sb.write_registry(r#"{"version":1,"sessions":{"hook-a":{"agent":"claude"}}}"#);
+    lease_with(&sb, "hook-a", Some("died:1"));
+    let marker = sb.state_dir().join("on-outcome.json");
+    fs::create_dir_all(&marker).unwrap();
+    let line = format!(
+        "agent-box-session: cannot tell whether lease outcomes are reported: {} is not a regular file; nothing was listed — make it a readable file again or remove it, then restart the supervisor (systemctl --user restart agent-box.service), which writes it again\n",
+        marker.display()
+    );
+    for verb in [&["leases"][..], &["leases", "--json"], &["ls"], &["ls", "--json"]] {
+        session(&sb, verb).code(1).stdout("").stderr(line.clone());
+    }
+    fs::remove_dir(&marker).unwrap();
+    assert!(quiet(&sb, &["leases"]).contains("\nhook-a                   died:1     off "), "absent: off");
 }

@@ -54,7 +54,8 @@ fn claude(config: &Config, inputs: &Inputs<'_>) -> Vec<String> {
     let id_flag = if inputs.facts.resuming { "--resume" } else { "--session-id" };
     words.extend([id_flag.to_owned(), inputs.facts.bid.clone()]);
     words.extend(inputs.extra_args.iter().cloned());
-    // `--` keeps a variadic flag at the end of extraArgs from swallowing the prompt.
+    // `--` ends the values of a variadic option last in extraArgs (`--add-dir DIR`), so the prompt is no directory.
+    // An option left without its value would take the `--` itself: fields.rs refuses that (issue 25).
     if !inputs.prompt.is_empty() {
         words.extend(["--".to_owned(), inputs.prompt.to_owned()]);
     }

@@ -3,7 +3,8 @@
 use registry::Entry;
 use serde_json::Value;
 
-use super::PrepareError;
+use super::resolve::kind_of;
+use super::{HarnessKind, PrepareError};
 
 /// Keys whose string values can reach the harness command or the pane environment.
 const COMMAND_KEYS: [&str; 6] =
@@ -35,6 +36,14 @@ pub fn read<'a>(entry: Entry<'a>) -> Result<Fields<'a>, PrepareError> {
     }
     if extra_args.iter().any(|arg| has_nul(arg)) {
         return Err(fatal("extraArgs contains a NUL byte"));
+    }
+    // Issue 25: claude's option would take the `--` before the prompt, and then the prompt, as its value.
+    if kind_of(agent) == HarnessKind::Claude
+        && let Some(option) = base::claude_args::dangling_value_option(&extra_args)
+    {
+        return Err(PrepareError::Fatal(format!(
+            "extraArgs ends in '{option}', which takes a value: claude would take the prompt for it"
+        )));
     }
     Ok(Fields {
         agent,

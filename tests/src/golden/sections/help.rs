@@ -10,8 +10,21 @@ use crate::golden::world::World;
 
 const BINARIES: [&str; 4] =
     ["agent-box-supervisor", "agent-box-session", "agent-box-webhook-spawn", "agent-box-mark-stopped"];
-const VERBS: [&str; 12] =
-    ["ls", "peers", "capacity", "leases", "log", "add", "rm", "stop", "restart", "attach", "completions", "env"];
+const VERBS: [&str; 13] = [
+    "ls",
+    "peers",
+    "capacity",
+    "leases",
+    "queue",
+    "log",
+    "add",
+    "rm",
+    "stop",
+    "restart",
+    "attach",
+    "completions",
+    "env",
+];
 
 /// Every artefact of `golden/help/` and `golden/mark-stopped/`.
 pub fn render(out: &mut Artefacts) {
@@ -27,6 +40,8 @@ pub fn render(out: &mut Artefacts) {
         let inv = Invocation::product("agent-box-session").args(["env", verb, "--help"]);
         out.capture(&format!("help/agent-box-session-env-{verb}.txt"), &world, &inv);
     }
+    let inv = Invocation::product("agent-box-session").args(["queue", "rm", "--help"]);
+    out.capture("help/agent-box-session-queue-rm.txt", &world, &inv);
     for binary in BINARIES {
         out.capture(&format!("help/{binary}-version.txt"), &world, &Invocation::product(binary).arg("--version"));
     }

@@ -22,6 +22,7 @@ pub fn fixture_inputs(world: &World) -> Inputs {
         agents: vec!["claude".into(), "codex".into(), "shell".into()],
         default_agent: "claude".into(),
         unit: true,
+        queue: agent_box_install::QueueBounds::default(),
     }
 }
 

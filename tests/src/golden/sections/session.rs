@@ -43,6 +43,79 @@ pub fn render(out: &mut Artefacts) {
     listings(&world, out);
     messages(&world, out);
     env_store(&world, out);
+    queue_listings(&world, out);
+}
+
+/// A queued record as webhook-spawn writes it (docs/intake.md IN-2), accepted `age` seconds before the render, under
+/// `dir` (`queue` or `queue/ended`); `ended` adds the expired row's keys.
+fn write_record(
+    world: &World,
+    dir: &str,
+    key: &str,
+    assignment: &str,
+    batches: &[&str],
+    age: i64,
+    ended: Option<&str>,
+) {
+    let accepted = base::time::now_epoch() - age;
+    let at = base::time::format_iso(accepted);
+    let stem = format!("{:020}-{}", accepted * 1_000_000_000, &base::digest::sha256_hex(assignment.as_bytes())[..16]);
+    let batches: Vec<serde_json::Value> = batches
+        .iter()
+        .map(|text| serde_json::json!({"keys": [key], "at": at, "event": "issues", "count": 1, "meta": null, "text": text}))
+        .collect();
+    let mut record = serde_json::json!({
+        "//": "agent-box intake record (golden fixture)", "version": 1, "key": key, "assignment": assignment,
+        "source": "github", "routingKey": "acme/widgets", "nameStem": "acme-widgets", "topic": "github:acme/*",
+        "note": "", "object": assignment.rsplit_once('#').map(|(_, o)| o), "harness": "claude", "args": [],
+        "seed": true, "filterDir": world.home().join(".local/state/local-webhook").display().to_string(),
+        "user": "agent", "acceptedAt": at, "batches": batches,
+    });
+    if let Some(ended_at) = ended {
+        record["outcome"] = "expired".into();
+        record["endedAt"] = ended_at.into();
+    }
+    let text = serde_json::to_string_pretty(&record).unwrap();
+    world.write_home_file(&format!(".local/state/agent-box/{dir}/{stem}.json"), format!("{text}\n").as_bytes());
+}
+
+/// Issue 24: `queue` with two records waiting and one expired, what `ls`, `peers` and `capacity` say of them, and
+/// `queue rm` of each kind and its refusals (M53–M56).
+fn queue_listings(world: &World, out: &mut Artefacts) {
+    let fill = |world: &World| {
+        let _ = fs::remove_dir_all(world.home().join(".local/state/agent-box/queue"));
+        let delivery = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
+        let lines = [
+            "[UNTRUSTED webhook:github 2001-01-01T13:00:00Z] issue #536 opened",
+            "[UNTRUSTED webhook:github 2001-01-01T13:05:00Z] comment on issue #536",
+        ];
+        write_record(world, "queue", delivery, "github:acme/widgets#536", &lines, 7210, None);
+        let digest = "sha256:9f2b1c0d4e5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e";
+        write_record(world, "queue", digest, &format!("key:{digest}"), &lines[..1], 310, None);
+        let expired = "sha256:0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5";
+        let ended_at = base::time::format_iso(base::time::now_epoch() - 610);
+        write_record(world, "queue/ended", expired, "github:acme/widgets#77", &lines[..1], 3_610, Some(&ended_at));
+    };
+    reset(world);
+    fill(world);
+    out.capture("session/queue.txt", world, &session().arg("queue"));
+    out.capture("session/queue-json.txt", world, &session().args(["queue", "--json"]));
+    out.capture("session/ls-queued.txt", world, &session().arg("ls"));
+    out.capture("session/peers-queued.txt", world, &session().arg("peers"));
+    out.capture("session/capacity-queued.txt", world, &session().arg("capacity"));
+    let cases: [(&str, Invocation); 4] = [
+        ("M53", session().args(["queue", "rm", "72d3162e-cc78-11e3-81ab-4c9367dc0958"])),
+        ("M54", session().args(["queue", "rm", "sha256:0c1d2e"])),
+        ("M55", session().args(["queue", "rm", "nosuchkey"])),
+        ("M56", session().args(["queue", "rm", "sha256:"])),
+    ];
+    for (id, inv) in cases {
+        fill(world);
+        out.capture(&format!("session/messages/{id}.txt"), world, &inv);
+    }
+    let _ = fs::remove_dir_all(world.home().join(".local/state/agent-box/queue"));
+    out.capture("session/queue-empty.txt", world, &session().arg("queue"));
+    reset(world);
 }
 
 /// The store's path under HOME.
@@ -215,6 +288,7 @@ fn messages(world: &World, out: &mut Artefacts) {
         ),
         ("M49", session().args(["attach", "nosuch"])),
         ("M52", session().arg("ls")),
+        ("M60", add().args(["x", "--harness", "claude", "--prompt", "go", "--", "--model", "sonnet", "--add-dir"])),
     ];
     for (id, inv) in cases {
         reset(world);
@@ -233,6 +307,11 @@ fn messages(world: &World, out: &mut Artefacts) {
     fs::remove_file(world.sb.registry()).unwrap();
     fs::create_dir(world.sb.registry()).unwrap();
     out.capture("session/messages/M20b.txt", world, &session().args(["stop", "main"]));
+    reset(world);
+    let marker = world.home().join(".local/state/agent-box/on-outcome.json");
+    fs::create_dir_all(&marker).unwrap();
+    out.capture("session/messages/M59.txt", world, &session().arg("leases"));
+    fs::remove_dir(&marker).unwrap();
     messages_with_setup(world, out, &no_kill);
     reset(world);
     // A missing socket directory means "no server": nothing is live, and capacity and ls answer (issue 11).
@@ -271,13 +350,13 @@ fn messages_with_setup(world: &World, out: &mut Artefacts, no_kill: &std::path::
     out.capture("session/messages/M51.txt", world, &session().arg("log"));
 }
 
-/// A tmux that does everything but `kill-session`, which it refuses: how a kill that did not happen is reached
-/// while the session is still there.
+/// A tmux that does everything but `kill-session`, which it refuses (also inside the `if-shell` of a kill by
+/// identity, issue 25): how a kill that did not happen is reached while the session is still there.
 fn no_kill_tmux(world: &World) -> std::path::PathBuf {
     let real = world.sb.env_var("AGENT_BOX_TMUX_BIN").map(std::path::PathBuf::from).unwrap_or_default();
     let path = world.sb.root().join("bin/tmux-nokill");
     let script = format!(
-        "#!/bin/sh\nfor word in \"$@\"; do\n  if [ \"$word\" = kill-session ]; then echo 'the server refused the kill' >&2; exit 1; fi\ndone\nexec {} \"$@\"\n",
+        "#!/bin/sh\nfor word in \"$@\"; do\n  case \"$word\" in *kill-session*) echo 'the server refused the kill' >&2; exit 1 ;; esac\ndone\nexec {} \"$@\"\n",
         base::quote::quote_arg(&real.to_string_lossy())
     );
     fs::write(&path, script).unwrap();

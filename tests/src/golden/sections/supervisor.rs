@@ -16,11 +16,12 @@ use crate::wait::wait_until;
 
 /// Every entry of `tests/fixtures/golden/launch/home/.config/agent-box/sessions.json`, with the variables that
 /// case sets on top of the fixture world.
-const LAUNCH_CASES: [(&str, &[(&str, &str)]); 17] = [
+const LAUNCH_CASES: [(&str, &[(&str, &str)]); 18] = [
     ("claude-first", &[]),
     ("claude-resume", &[]),
     ("claude-notice", &[("AGENT_BOX_ENV_EXEC", "/run/wrappers/ab-env-exec")]),
     ("claude-variadic", &[("AGENT_BOX_CLAUDE_SETTINGS", "/etc/agent-box/claude-settings.json")]),
+    ("claude-dangling", &[]),
     ("codex-first", &[]),
     ("codex-resume", &[]),
     ("codex-guarded", &[("AGENT_BOX_CODEX_FULL_ACCESS", "1")]),

@@ -15,13 +15,15 @@ use crate::golden::capture::Invocation;
 use crate::golden::world::{World, fixture};
 
 /// The batch fixtures under `tests/fixtures/golden/webhook/batches/`: `<case>.env.json` and `<case>.stdin`.
-const BATCHES: [&str; 8] = ["numbered", "sha", "fallback", "assigned", "unseeded", "invalid-args", "long-key", "long"];
+const BATCHES: [&str; 9] =
+    ["numbered", "sha", "fallback", "assigned", "unseeded", "invalid-args", "dangling-args", "long-key", "long"];
 
 /// The render-mode fixtures under `…/webhook/preamble/`, with their arguments.
-const PREAMBLES: [(&str, &[&str]); 5] = [
+const PREAMBLES: [(&str, &[&str]); 6] = [
     ("default", &["github:acme/*", "triage new issues"]),
     ("args", &["github:acme/*"]),
     ("invalid-args", &["github:acme/*", "triage new issues"]),
+    ("dangling-args", &["github:acme/*", "triage new issues"]),
     ("profile", &["github:acme/*", "triage new issues", "triage"]),
     ("no-default", &["github:acme/*"]),
 ];

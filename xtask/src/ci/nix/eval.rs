@@ -3,7 +3,8 @@
 //! library, and judged here.
 //!
 //! * The lib (NX-10.1, [`find_lib`]): `$AGENT_BOX_NIXPKGS_LIB`; else `<nixpkgs/lib>` when `NIX_PATH` resolves
-//!   it; else `../shared/nixpkgs-lib/lib` beside the checkout; else none, and the step only parses.
+//!   it; else `../shared/nixpkgs-lib/lib` beside the checkout; else, in a clone without `../shared`, none, and the
+//!   step only parses (a `SKIP` line); a `../shared` without the lib is an error (the check fails).
 //! * The cases ([`CASES`]): pinned ones, whose JSON must equal `golden/nix/<case>.json` (compared with
 //!   `agent_box_tests::golden::tree`, the report of GD-6); check lists that must all hold; configurations the
 //!   module must refuse with its own assertion text; and the README's "Install on NixOS" example, extracted
@@ -24,8 +25,9 @@ use serde_json::Value;
 use super::super::{Failed, StepResult};
 use crate::{exit, run};
 
-/// The line of CI-2.4 when no lib is found; the step then passes on the parse alone.
-pub const NO_LIB_LINE: &str = "nix: parsed only; no nixpkgs lib found (set AGENT_BOX_NIXPKGS_LIB or NIX_PATH)";
+/// The line of CI-2.4 when no lib is found (a clone without `../shared`, no variable); the step then passes on the
+/// parse alone. In the `SKIP: <what> (<what enables it>)` form of the other checks that cannot run everywhere.
+pub const NO_LIB_LINE: &str = "SKIP: nix evaluation, the .nix files are only parsed (set AGENT_BOX_NIXPKGS_LIB or NIX_PATH, or put nixpkgs' lib at ../shared/nixpkgs-lib/lib)";
 
 /// The README heading whose first ```nix block is the evaluated example.
 pub const README_HEADING: &str = "## Install on NixOS";
@@ -67,7 +69,20 @@ pub fn find_lib(root: &Path) -> Result<Option<NixLib>, String> {
     {
         return Ok(Some(NixLib { dir, source: "<nixpkgs/lib> from NIX_PATH".into() }));
     }
-    Ok(lib_dir(&root.join(SHARED_LIB)).map(|dir| NixLib { dir, source: SHARED_LIB.into() }))
+    shared_lib(root)
+}
+
+/// The fallback of NX-10.1, `../shared/nixpkgs-lib/lib`: none in a clone without `../shared` (the evaluation is then
+/// skipped), but an error when `../shared` is there without the lib, so that a broken `../shared` fails the check
+/// instead of passing for a clone that cannot run it (issue 25).
+fn shared_lib(root: &Path) -> Result<Option<NixLib>, String> {
+    match lib_dir(&root.join(SHARED_LIB)) {
+        Some(dir) => Ok(Some(NixLib { dir, source: SHARED_LIB.into() })),
+        None if run::shared_present(root) => {
+            Err(format!("{} is there but {SHARED_LIB} is not a nixpkgs lib directory", run::SHARED))
+        }
+        None => Ok(None),
+    }
 }
 
 /// The canonical form of `dir` when it holds a `default.nix` (a lib directory), else `None`.
@@ -546,19 +561,41 @@ fn remove_if_present(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    /// The lib the tests evaluate with, looked up like the step does. The repository's CI always has
-    /// ../shared/nixpkgs-lib, so a missing lib is a failure, not a skip. `None` only when nix-instantiate
-    /// itself is absent (then the caller prints SKIP).
+    /// The lib the tests evaluate with, looked up like the step does. `None` (and a `SKIP` line) when
+    /// nix-instantiate is absent, or in a clone without `../shared` when no variable names a lib; with `../shared`
+    /// there (the repository's CI) a missing lib is a failure, not a skip (`find_lib`).
     fn lib_or_skip(test: &str) -> Option<NixLib> {
         if Command::new("nix-instantiate").arg("--version").output().is_err() {
-            println!("SKIP {test}: nix-instantiate is not installed");
+            println!("SKIP: {test}, nix-instantiate is not installed (Debian: apt-get install nix-bin)");
             return None;
         }
         match find_lib(&run::workspace_root()) {
             Ok(Some(lib)) => Some(lib),
-            Ok(None) => panic!("{test}: {NO_LIB_LINE}; the repository's CI always has {SHARED_LIB}"),
+            Ok(None) => {
+                println!(
+                    "SKIP: {test}, no nixpkgs lib (set AGENT_BOX_NIXPKGS_LIB or NIX_PATH, or put one at {SHARED_LIB})"
+                );
+                None
+            }
             Err(msg) => panic!("{test}: {msg}"),
         }
+    }
+
+    // Issue 25: a clone of the repository alone skips the evaluation; a `../shared` without the lib fails it.
+    #[test]
+    fn the_shared_lib_is_none_without_shared_an_error_in_a_broken_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("checkout");
+        fs::create_dir_all(&root).unwrap();
+        assert_eq!(shared_lib(&root), Ok(None), "no ../shared: nothing to evaluate with");
+        fs::create_dir_all(dir.path().join("shared")).unwrap();
+        let err = shared_lib(&root).unwrap_err();
+        assert_eq!(err, "../shared is there but ../shared/nixpkgs-lib/lib is not a nixpkgs lib directory");
+        let lib = dir.path().join("shared/nixpkgs-lib/lib");
+        fs::create_dir_all(&lib).unwrap();
+        fs::write(lib.join("default.nix"), "{ }\n").unwrap();
+        let found = shared_lib(&root).unwrap().unwrap();
+        assert_eq!((found.dir, found.source.as_str()), (fs::canonicalize(&lib).unwrap(), SHARED_LIB));
     }
 
     fn case(name: &str) -> Case {
@@ -715,6 +752,36 @@ mod tests {
         let mut again = Vec::new();
         assert_eq!(bless(copy.path(), &lib, &mut again), Ok(()));
         assert_eq!(String::from_utf8(again).unwrap(), "");
+    }
+
+    /// The value of `key=` in the `[Unit]` section of an installed unit template.
+    fn unit_section_value(template: &str, key: &str) -> Option<String> {
+        let unit =
+            template.split("\n[").find(|section| section.starts_with("[Unit]") || section.starts_with("Unit]"))?;
+        unit.lines().find_map(|line| line.strip_prefix(&format!("{key}=")).map(str::to_owned))
+    }
+
+    // A-8 (issue 25): one start-limit rule for both deployments. The units `cargo xtask install` writes set
+    // StartLimitIntervalSec in [Unit]; the NixOS module's two units must set the same (`startLimitIntervalSec`,
+    // which NixOS writes into [Unit]), or a NixOS box gives up on a crash loop that an installed box rides out.
+    #[test]
+    fn the_module_s_units_keep_the_installed_units_start_limit() {
+        let Some(lib) = lib_or_skip("the_module_s_units_keep_the_installed_units_start_limit") else { return };
+        let root = run::workspace_root();
+        let verdict = judge(&case(README_TWIN), &evaluate(&root, &lib, README_TWIN, None).unwrap());
+        let value = verdict.value.unwrap_or_else(|| panic!("{:?}", verdict.failure));
+        for (template, unit) in [("agent-box.service", "unit"), ("agent-box-tmux.service", "tmuxUnit")] {
+            let text = fs::read_to_string(root.join("crates/install/templates").join(template)).unwrap();
+            let installed = unit_section_value(&text, "StartLimitIntervalSec")
+                .unwrap_or_else(|| panic!("{template} sets no StartLimitIntervalSec in [Unit]"));
+            let module = &value["users"]["agent"][unit];
+            assert_eq!(
+                module["startLimitIntervalSec"].to_string(),
+                installed,
+                "the module's {unit} and the installed {template} disagree on the start limit: {module}"
+            );
+            assert!(module["serviceConfig"].get("StartLimitIntervalSec").is_none(), "it belongs in [Unit]");
+        }
     }
 
     #[test]

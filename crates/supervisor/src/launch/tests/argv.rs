@@ -189,3 +189,23 @@ fn generic_with_and_without_prompt() {
     let entry = json!({"agent": "tool", "hasRun": true, "resumePrompt": "again"});
     assert_eq!(argv(&fx.prepare(entry).unwrap()), words(&fx.bin("tool"), &["again"]));
 }
+
+// Issue 25 (docs/reference.md, "Extra arguments for claude"): extraArgs that end in an option of claude's that takes a
+// value would take the `--` and the prompt after it, whoever wrote them (the settings daemon, a hand edit, an older
+// `add`): the start is refused (L14) instead of crashing claude. With its value the prompt follows the separator.
+#[test]
+fn claude_extra_args_ending_in_a_value_option_are_refused_with_a_value_they_pass() {
+    let fx = Fixture::new();
+    for option in base::claude_args::VALUE_OPTIONS {
+        let entry = json!({"agent": "claude", "boxSessionId": BID, "skipPermissions": false, "remoteControl": false,
+            "initialPrompt": "tidy up", "extraArgs": ["--model", "sonnet", option]});
+        let problem = format!("extraArgs ends in '{option}', which takes a value: claude would take the prompt for it");
+        assert_eq!(fx.prepare(entry), Err(crate::launch::PrepareError::Fatal(problem)), "{option}");
+        let entry = json!({"agent": "claude", "boxSessionId": BID, "skipPermissions": false, "remoteControl": false,
+            "initialPrompt": "tidy up", "extraArgs": [option, "v"]});
+        let expected = words(&fx.bin("claude"), &["--session-id", BID, option, "v", "--", "tidy up"]);
+        assert_eq!(argv(&fx.prepare(entry).unwrap()), expected, "{option}");
+    }
+    let tool = fx.prepare(json!({"agent": "tool", "extraArgs": ["--add-dir"], "initialPrompt": "go"})).unwrap();
+    assert_eq!(argv(&tool), words(&fx.bin("tool"), &["--add-dir", "go"]), "not claude: not its options");
+}

@@ -100,7 +100,7 @@ fn hostile_entry(agent: &str, rec: &Recorders, cwd: &Path) -> serde_json::Value 
         "agent": agent,
         "boxSessionId": BID,
         "initialPrompt": prompt,
-        "extraArgs": ["--model", format!("'; touch {m}; '"), "a=b", "", "-n", "$(touch x)", "--add-dir"],
+        "extraArgs": ["--model", format!("'; touch {m}; '"), "a=b", "", "-n", "$(touch x)", "--add-dir", "~/x $HOME"],
         "workingDirectory": cwd.to_str().unwrap(),
         "remoteControlName": "rc'; touch x",
     })
