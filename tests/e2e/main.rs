@@ -8,6 +8,7 @@ mod envstore;
 mod faults;
 mod golden;
 mod install;
+mod intake;
 mod lives;
 mod notify;
 mod operator;

@@ -1,6 +1,6 @@
 //! Test harness shared by the workspace's tests and by xtask (80-acceptance §1): product binaries, sandboxes
 //! with a temporary HOME and a private tmux server, fake agents, an in-memory fake tmux, baked epilogues, slots,
-//! held locks, deadline waits, and a real systemd user manager for a test account.
+//! held locks, deadline waits, a receiver stand-in and the intake burst, and a real systemd user manager for a test account.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod agents;
@@ -13,6 +13,7 @@ pub mod fixtures;
 pub mod fleet;
 pub mod golden;
 pub mod held;
+pub mod intake_burst;
 pub mod interrupt;
 pub mod kill;
 pub mod kill_gate;
@@ -20,6 +21,7 @@ pub mod ops;
 pub mod postgres;
 pub mod privilege;
 pub mod property;
+pub mod receiver;
 pub mod sandbox;
 pub mod slots;
 pub mod tree;

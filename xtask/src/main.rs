@@ -8,6 +8,7 @@ mod demo;
 mod exit;
 mod golden;
 mod install;
+mod intake_burst;
 mod man;
 mod powerloss;
 mod run;
@@ -64,6 +65,9 @@ enum Command {
     },
     /// Dispatch many sessions into a private world and break things at random; check every lease promise.
     Chaos(chaos::ChaosArgs),
+    /// Fire a burst of deliveries, redeliveries and shared objects at a box of a few slots through its intake
+    /// queue; check every distinct assignment is admitted once, in the order accepted (issue 24).
+    IntakeBurst(intake_burst::BurstArgs),
     /// Power losses under LazyFS over concurrent writers; check that nothing acknowledged was lost (issue 18).
     Powerloss(powerloss::PowerlossArgs),
     /// Measure the quality bars of spec 90 (epilogue, tick, add, vanish, rmw, crash, faults, upgrade, intake,
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Command::Uninstall(args) => install::uninstall(&args),
         Command::Man { out } => man::run(out),
         Command::Chaos(args) => chaos::run(&args),
+        Command::IntakeBurst(args) => intake_burst::run(&args),
         Command::Powerloss(args) => powerloss::run(&args),
     };
     ExitCode::from(code)

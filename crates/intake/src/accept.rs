@@ -112,13 +112,13 @@ fn seen_before(site: &Site<'_>, incoming: &Incoming) -> Option<Accepted> {
     Some(Accepted::Duplicate { key: incoming.record.key.clone(), how, name: first.name })
 }
 
-/// IN-5: the queued record of the same assignment takes the batch (or already holds its keys: a duplicate).
+/// IN-5: the queued record of the same assignment takes the batch (or already holds its keys: a duplicate). A
+/// record with an admission intent is not joined: a crash interrupted its admission, which may already have given
+/// its session its prompt (IN-12), so a batch appended now could reach no prompt while its key is buried as
+/// admitted. The batch waits as a record of its own, which the ownership re-check then ends claimed by that session.
 fn join_queued(site: &Site<'_>, listing: &Listing, incoming: &Incoming) -> Result<Option<Accepted>, IntakeError> {
     let assignment = &incoming.record.assignment;
-    // A record being admitted or ended takes no more batches: its session may already have its prompt, or its end
-    // be announced (IN-12); the batch becomes a record of its own.
-    let joinable = |id: &RecordId| id.is_for(assignment) && !listing.in_progress(id);
-    for (index, id) in listing.queued.iter().enumerate().filter(|(_, id)| joinable(id)) {
+    for (index, id) in listing.queued.iter().enumerate().filter(|(_, id)| id.is_for(assignment)) {
         let Ok(mut record) = site.queue.read(id) else { continue };
         if record.assignment != *assignment {
             continue;
@@ -130,6 +130,12 @@ fn join_queued(site: &Site<'_>, listing: &Listing, incoming: &Incoming) -> Resul
             noted.key = key.clone();
             drop(site.log.append_intake(&noted));
             return Ok(Some(Accepted::Duplicate { key, how: "queued".to_owned(), name: None }));
+        }
+        // A record being admitted or ended takes no more batches (a redelivery of its own keys is still answered
+        // as a duplicate, above): its session may already have its prompt, or its end be announced (IN-12); the
+        // batch becomes a record of its own.
+        if listing.in_progress(id) {
+            continue;
         }
         record.batches.extend(incoming.record.batches.iter().cloned());
         site.queue.replace(id, &record)?;

@@ -133,7 +133,7 @@ pub fn admit_record(
         Ok(doc) => doc,
         Err(err) => return Admission::Waits(Waiting::Undecided(registry_reason(guard, err))),
     };
-    if let Some(by) = claimed_by(site.paths, &doc, live, record) {
+    if let Some(by) = claimed_by(site.paths, &doc, record) {
         return match end(site.queue, site.log, id, record, How::Claimed, site.now, Some(&by)) {
             Ok(()) => Admission::Claimed { by, key },
             Err(err) => failed(format!("could not end it as claimed by '{by}': {err}")),
@@ -385,11 +385,15 @@ fn logged_after(
     let Ok(lines) = log.tail(lease::TRIM_ABOVE_LINES + 1) else { return false };
     lines.iter().any(|line| match line {
         LogLine::Parsed(value) => {
-            value.get("what").and_then(Value::as_str) == Some(what)
-                && value.get("name").and_then(Value::as_str) == Some(name.as_str())
+            is(value, "what", what)
+                && is(value, "name", name.as_str())
                 && value.get("at").and_then(Value::as_str).is_some_and(|at| at >= since)
                 && how(value.get("how").and_then(Value::as_str))
         }
         LogLine::Raw(_) => false,
     })
+}
+
+fn is(value: &Value, key: &str, text: &str) -> bool {
+    value.get(key).and_then(Value::as_str) == Some(text)
 }

@@ -1,8 +1,8 @@
 //! The ownership re-check of an admission (docs/intake.md IN-14): a topic a live session now claims is not
 //! started again. The receiver checked when it accepted the batch; the slot may have freed hours later, by when a
-//! session started meanwhile (by an operator, or by an earlier record) may own the work.
-
-use std::collections::BTreeSet;
+//! session started meanwhile (by an operator, or by an earlier record) may own the work. A session admitted a moment
+//! ago owns it too, though tmux does not list it until the supervisor's next tick starts it: its filter is written
+//! (the receiver already routes the object's events to it), its lease is open and its entry listed.
 
 use agent_box_types::intake::Record;
 use base::SessionName;
@@ -13,10 +13,11 @@ use serde_json::Value;
 use crate::claim::parse_meta;
 use crate::predicate::{event_document, holds};
 
-/// The live session that claims `record`'s work, if any: one that is listed, not stopped and not crashed, whose
-/// open lease is for the same topic and object, or whose claim filter holds a predicate on the record's own topic
-/// that matches the record's newest event.
-pub fn claimed_by(paths: &Paths, doc: &Document, live: &BTreeSet<String>, record: &Record) -> Option<String> {
+/// The session that claims `record`'s work, if any: one that is listed, not stopped and not crashed (live in tmux,
+/// or still to be started by the supervisor, which starts every such entry), whose open lease is for the same
+/// topic and object, or whose claim filter holds a predicate on the record's own topic that matches the record's
+/// newest event.
+pub fn claimed_by(paths: &Paths, doc: &Document, record: &Record) -> Option<String> {
     if !record.seed {
         return None;
     }
@@ -25,7 +26,7 @@ pub fn claimed_by(paths: &Paths, doc: &Document, live: &BTreeSet<String>, record
     let meta = parse_meta(newest.meta.as_deref())?;
     let event = event_document(&meta, &newest.event);
     let leases = LeaseDir::new(paths.lease_dir());
-    live.iter()
+    doc.names()
         .filter(|name| doc.entry(name).is_some_and(|e| !e.stopped() && e.died().is_none()))
         .filter_map(|name| SessionName::parse(name).ok())
         .find(|name| {

@@ -361,13 +361,19 @@ impl Queue {
             .count()
     }
 
-    /// Removes the temp files of writers killed mid-write, in the queue and its subdirectories.
-    pub fn remove_temp_leftovers(&self) -> usize {
+    /// The temp files in the queue and its subdirectories, by a lock-free listing: a writer's in flight, or a
+    /// leftover of one killed mid-write.
+    pub fn temp_files(&self) -> Vec<PathBuf> {
         [self.dir.clone(), self.keys_dir(), self.ended_dir()]
             .iter()
             .flat_map(|dir| registry::atomic::temp_leftovers_in(dir))
-            .filter(|path| fs::remove_file(path).is_ok())
-            .count()
+            .collect()
+    }
+
+    /// Removes the temp files of writers killed mid-write. Every writer of the queue holds the registry lock, so
+    /// the caller must hold it too: a temp found without it may be a writer's between its write and its link.
+    pub fn remove_temp_leftovers(&self, _guard: &registry::RegistryLock) -> usize {
+        self.temp_files().iter().filter(|path| fs::remove_file(path).is_ok()).count()
     }
 }
 

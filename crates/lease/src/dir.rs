@@ -40,6 +40,15 @@ impl ListedNames {
         }
         self
     }
+    /// Adds the names admissions in progress are making (issue 24, docs/intake.md IN-12), each with the gen of
+    /// its lease as its life: such a name is not listed yet, and its lease is the admission's to finish or take
+    /// back, never a sweep's.
+    pub fn with_admitting(mut self, admitting: &BTreeMap<String, String>) -> Self {
+        for (name, life) in admitting {
+            self.0.entry(name.clone()).or_insert_with(|| Some(life.clone()));
+        }
+        self
+    }
     pub fn contains(&self, name: &str) -> bool {
         self.0.contains_key(name)
     }

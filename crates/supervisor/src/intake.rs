@@ -4,13 +4,15 @@
 //! while a slot is free, one registry-lock section per record. A tick with nothing to do costs one `stat` of the
 //! queue directory (its listing is kept while the directory is unchanged, Q14); a full box takes no lock.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 use agent_box_types::intake::How;
+use intake::IntakeError;
 use intake::admit::{Admission, Recovered, Site, Waited, Waiting, admit_record, recover};
 use intake::queue::{Listing, RecordId};
 use registry::capacity::{Mode, admit, read_limit};
+use registry::store::read_for_write;
 use registry::{Document, RegistryLock};
 
 use crate::messages;
@@ -23,9 +25,17 @@ const PRUNE_EVERY_SECS: i64 = 3600;
 const ONE_MORE: &str = "hook-?";
 
 impl Supervisor {
+    /// The sessions the admissions in progress are making, from the intents of `listing` (name → lease gen);
+    /// `None` when the queue could not be listed.
+    pub(crate) fn admitting(&self, listing: Result<&Listing, &IntakeError>) -> Option<BTreeMap<String, String>> {
+        let listing = listing.ok()?;
+        let intents = listing.intents.iter().filter_map(|id| self.queue.read_intent(id));
+        Some(intents.map(|intent| (intent.name, intent.lease_gen)).collect())
+    }
+
     /// The intake step of one tick; `doc` becomes the registry as the admissions left it.
     pub(crate) fn intake(&mut self, tick: &mut Tick, doc: &mut Document, snapshot: &BTreeSet<String>) {
-        let listing = match self.queue.list_cached(&mut self.queue_cache, SystemTime::now()) {
+        let mut listing = match self.queue.list_cached(&mut self.queue_cache, SystemTime::now()) {
             Ok(listing) => {
                 if self.latches.queue_unreadable.clear() {
                     self.log.line(messages::QUEUE_READABLE_AGAIN);
@@ -45,7 +55,11 @@ impl Supervisor {
         }
         let in_progress = !listing.intents.is_empty() || !listing.ends.is_empty();
         if in_progress && !tick.lock_refused {
-            self.locked(tick, |me, tick, guard| me.recover_locked(tick, guard));
+            // What recovery finished is started in this tick, what it took back is admitted in this tick.
+            if let Some(Some(fresh)) = self.locked(tick, |me, tick, guard| me.recover_locked(tick, guard)) {
+                *doc = fresh;
+                listing = self.queue.list_cached(&mut self.queue_cache, SystemTime::now()).unwrap_or(listing);
+            }
         }
         let expired = self.expire(tick, &listing);
         self.admit_waiting(tick, doc, snapshot, &listing, &expired);
@@ -59,10 +73,12 @@ impl Supervisor {
         self.queue.prune_tombstones(SystemTime::now());
     }
 
-    fn recover_locked(&mut self, tick: &mut Tick, guard: &RegistryLock) {
+    /// IN-12 under the lock; the registry as recovery left it when it finished or took back anything.
+    fn recover_locked(&mut self, tick: &mut Tick, guard: &RegistryLock) -> Option<Document> {
         let live = self.live_in_lock(tick);
         let peers = || peers_text(&self.config.paths, &live);
         let recovered = recover(&self.site(&live, &peers, tick.now), guard);
+        let changed = recovered.iter().any(|r| *r != Recovered::Cleared);
         for recovered in recovered {
             match recovered {
                 Recovered::Finished { key, name } => self.log.line(&messages::admission_finished(&key, &name)),
@@ -71,6 +87,7 @@ impl Supervisor {
                 Recovered::Cleared => {}
             }
         }
+        changed.then(|| read_for_write(guard.registry()).ok()).flatten()
     }
 
     /// IN-9: records older than the maximum age, and the oldest ones past the maximum count, end `expired`; the

@@ -74,6 +74,10 @@ pub(crate) struct Tick {
     /// A registry-lock refusal happened: every later locked section of this tick is skipped (SUP-7.2).
     pub lock_refused: bool,
     pub reaped: Vec<SessionName>,
+    /// Issue 24: the sessions admissions in progress are making (name → the gen of their lease), from the intents
+    /// in the intake queue (docs/intake.md IN-12); `None` when the queue could not be listed. The sweeps spare
+    /// them: such a name is not listed yet, and its lease and filter are the admission's.
+    pub admitting: Option<BTreeMap<String, String>>,
 }
 
 /// The reconcile loop.
@@ -193,10 +197,14 @@ impl Supervisor {
         let doc = self.heal_registry(&mut tick);
         let _ = registry::ensure_private_dir(&self.config.paths.home().join("worktrees"));
         if let Some(doc) = doc {
-            self.sweep_orphan_filters(&doc, tick.now);
+            tick.admitting = self.admitting(self.queue.list().as_ref());
+            self.sweep_orphan_filters(&doc, &tick);
         }
         self.remove_side_temps();
-        self.queue.remove_temp_leftovers();
+        // Issue 24: the queue's temps are its writers', who hold the registry lock (SUP-10.5).
+        if !self.queue.temp_files().is_empty() && !tick.lock_refused {
+            self.locked(&mut tick, |me, _, guard| me.queue.remove_temp_leftovers(guard));
+        }
         self.write_notify_marker();
     }
 
@@ -220,6 +228,8 @@ impl Supervisor {
         if tick.snapshot.is_some() {
             self.reap(&mut tick, &mut doc);
         }
+        let queue = self.queue.list_cached(&mut self.queue_cache, std::time::SystemTime::now());
+        tick.admitting = self.admitting(queue.as_deref());
         self.sweep(&mut tick, &doc);
         if tick.snapshot.is_some() {
             self.tend_claims(&mut tick);

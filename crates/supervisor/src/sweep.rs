@@ -55,8 +55,10 @@ impl Supervisor {
     pub(crate) fn sweep(&mut self, tick: &mut Tick, doc: &Document) {
         self.sweep_side_files(doc);
         let paused = self.quarantined_at.is_some_and(|at| tick.now - at < QUARANTINE_SWEEP_PAUSE_SECS);
-        if !paused {
-            let listed = ListedNames::from_document(doc).without(&tick.reaped);
+        // Issue 24: while the intake queue cannot be listed, a lease of an admission in progress cannot be told
+        // from an orphan, so none is swept (IN-1: an error is never read as "nothing waits").
+        if let (false, Some(admitting)) = (paused, &tick.admitting) {
+            let listed = ListedNames::from_document(doc).without(&tick.reaped).with_admitting(admitting);
             let report = self.leases.sweep(&listed, Some(&self.hook_log));
             for name in &report.swept {
                 self.log.line(&crate::messages::swept_lease(name));
@@ -67,7 +69,7 @@ impl Supervisor {
         }
         let filters_due = !tick.reaped.is_empty() || self.filter_sweep_due.is_some_and(|due| tick.now >= due);
         if filters_due {
-            self.sweep_orphan_filters(doc, tick.now);
+            self.sweep_orphan_filters(doc, tick);
         }
         self.sweep_temps(tick);
     }
@@ -106,9 +108,12 @@ impl Supervisor {
         }
     }
 
-    /// SUP-10.3: `filter.<user>-<name>.json` of legal names that are not keys, once 30 s old.
-    pub(crate) fn sweep_orphan_filters(&mut self, doc: &Document, now: i64) {
+    /// SUP-10.3: `filter.<user>-<name>.json` of legal names that are not keys, once 30 s old; never the filter of
+    /// an admission in progress (issue 24), and none while the queue cannot be listed.
+    pub(crate) fn sweep_orphan_filters(&mut self, doc: &Document, tick: &Tick) {
+        let now = tick.now;
         self.filter_sweep_due = None;
+        let Some(admitting) = &tick.admitting else { return };
         let prefix = format!("filter.{}-", self.config.paths.user());
         let Ok(entries) = fs::read_dir(self.config.paths.webhook_state_dir()) else { return };
         for entry in entries.flatten() {
@@ -116,7 +121,10 @@ impl Supervisor {
             let Some(stem) = file_name.to_str().and_then(|t| t.strip_prefix(&prefix)?.strip_suffix(".json")) else {
                 continue;
             };
-            if SessionName::parse(stem).is_err() || doc.contains(stem) || !entry.file_type().is_ok_and(|t| t.is_file())
+            if SessionName::parse(stem).is_err()
+                || doc.contains(stem)
+                || admitting.contains_key(stem)
+                || !entry.file_type().is_ok_and(|t| t.is_file())
             {
                 continue;
             }

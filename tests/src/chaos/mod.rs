@@ -1,20 +1,23 @@
 //! The chaos run (issue 13): up to hundreds of sessions dispatched through `agent-box-webhook-spawn` into a private
-//! world running the real supervisor, each meeting a seeded fate (clean exit, crash, pane killed, `rm`, `stop`,
-//! crash then `rm`, its name reused after `rm` with the old pane's epilogues arriving late, `restart` of the
-//! running session, `stop` then `restart` then a crash, the supervisor SIGKILLed right after the session's
-//! `new-session` and the pane killed before a supervisor runs again), while the supervisor is SIGKILLed and
-//! restarted (also right after a `new-session`), the tmux server is killed once and a burst of concurrent
-//! dispatches hits the capacity limit. A model derived from the spec and the life rules (docs/lives.md) says what
-//! every lease must read, which end and `restart` lines the hook log must hold and that no assignment gets its
-//! kickoff prompt twice; observers sample the registry and every lease file all along and keep every hook-log line
-//! across its trims. `cargo test` runs a small fixed seed; `cargo xtask chaos` any size.
+//! world running the real supervisor, each meeting a seeded fate (clean exit, crash, pane killed, `rm`, `stop`, crash
+//! then `rm`, its name reused after `rm` with the old pane's epilogues arriving late, `restart` of the running session,
+//! `stop` then `restart` then a crash, the supervisor SIGKILLed right after the session's `new-session` and the pane
+//! killed before a supervisor runs again), while the supervisor is SIGKILLed and restarted (also right after a
+//! `new-session`), the tmux server is killed once and a burst of concurrent dispatches hits the capacity limit. Every
+//! dispatch goes through the intake queue (issue 24, `queue.rs`): the limit leaves only a few slots for the sessions
+//! still being worked on, so most of them are queued, and a queued one becomes an incarnation when the supervisor
+//! admits it. A model derived from the spec and the life rules (docs/lives.md) says what every lease must read, which
+//! end and `restart` lines the hook log must hold and that no assignment gets its kickoff prompt twice; observers
+//! sample the registry and every lease file all along and keep every hook-log line across its trims. `cargo test` runs
+//! a small fixed seed; `cargo xtask chaos` any size.
 
 mod model;
 mod notify;
 mod plan;
+mod queue;
 mod report;
 mod seen;
-mod watch;
+pub(crate) mod watch;
 mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -111,12 +114,20 @@ struct Driver {
     /// When the last wait for a quiet box ended: a step held up behind it is given its own time to get ready.
     unblocked: Duration,
     notifier: Option<self::notify::ChaosNotifier>,
+    /// Issue 24: dispatches acknowledged as queued and not admitted yet (`queue.rs`), when each planned session
+    /// was admitted from the queue, the limit last written, whether a step holds the limit itself, and when the
+    /// limit was last recomputed.
+    waiting: Vec<self::queue::Waiting>,
+    admitted_at: BTreeMap<usize, Duration>,
+    limit: Option<usize>,
+    limit_frozen: bool,
+    limit_read: Option<Instant>,
 }
 
 impl Driver {
     fn new(options: &Options, plan: Plan) -> Self {
         let notifier = options.notifier.then(|| self::notify::ChaosNotifier::install(options.seed));
-        let world = World::new(options.sessions + 64, &notifier.as_ref().map(|n| n.env()).unwrap_or_default());
+        let world = World::new(self::queue::WORKING_SLOTS, &notifier.as_ref().map(|n| n.env()).unwrap_or_default());
         let paths = world.sb.paths();
         let watch = Watch::start(world.sb.registry(), paths.lease_dir(), paths.hook_log());
         let mut steps: Vec<(Duration, Step)> = plan
@@ -147,6 +158,11 @@ impl Driver {
             stop_restarts: 0,
             unblocked: Duration::ZERO,
             notifier,
+            waiting: Vec::new(),
+            admitted_at: BTreeMap::new(),
+            limit: None,
+            limit_frozen: false,
+            limit_read: None,
         }
     }
 
@@ -159,6 +175,8 @@ impl Driver {
     fn drive(&mut self) {
         while !self.steps.is_empty() {
             self.tend_supervisor();
+            self.discover();
+            self.manage_limit();
             self.poll_pending();
             if let Some(index) = self.next_ready() {
                 let (_, step) = self.steps.remove(index);
@@ -181,23 +199,42 @@ impl Driver {
         self.notifier = Some(notifier);
     }
 
-    /// The first due step that may run now. A step that needs a quiet box blocks every later one until it is.
+    /// The first due step that may run now. A step that needs a quiet box holds every later dispatch and global
+    /// step until it is; fate actions go on meanwhile, since only they free the slots that drain the queue. A
+    /// queued session's actions wait for its admission, and their settle limit counts from it.
     fn next_ready(&mut self) -> Option<usize> {
         let now = self.started.elapsed();
-        for (index, (due, step)) in self.steps.iter().enumerate() {
-            if *due > now {
+        let mut holding = false;
+        for index in 0..self.steps.len() {
+            let (due, step) = self.steps[index].clone();
+            if due > now {
                 return None;
             }
             match step {
-                Step::Global(Global::KillServer | Global::Burst { .. }) => return self.when_quiet(index),
-                Step::Act(at, _) if !self.ready_to_act(*at) && now - (*due).max(self.unblocked) < SETTLE_LIMIT => {}
+                Step::Global(Global::KillServer | Global::Burst { .. }) if !holding => {
+                    if let Some(ready) = self.when_quiet(index) {
+                        return Some(ready);
+                    }
+                    holding = true;
+                }
+                Step::Act(at, _) if !self.ready_to_act(at) => {
+                    // Not dispatched yet (held behind a quiet step) or still queued: nothing to time out yet.
+                    let running = self.dispatch_failed(at) && !self.is_waiting(at);
+                    let since = due.max(self.unblocked).max(self.admitted_at(at));
+                    if running && now.saturating_sub(since) >= SETTLE_LIMIT {
+                        return Some(index);
+                    }
+                }
+                Step::Act(..) => return Some(index),
+                _ if holding => {}
                 _ => return Some(index),
             }
         }
         None
     }
 
-    /// `index` once the box is quiet; after [`SETTLE_LIMIT`] of waiting it runs anyway, and the wait is wrong.
+    /// `index` once the box is quiet; after [`queue::ADMIT_LIMIT`] of waiting (the queue drains first) it runs
+    /// anyway, and the wait is wrong.
     fn when_quiet(&mut self, index: usize) -> Option<usize> {
         let since = *self.waiting_quiet.get_or_insert_with(Instant::now);
         if self.quiet() {
@@ -205,7 +242,7 @@ impl Driver {
             self.unblocked = self.started.elapsed();
             return Some(index);
         }
-        if since.elapsed() < SETTLE_LIMIT {
+        if since.elapsed() < self::queue::ADMIT_LIMIT {
             return None;
         }
         self.waiting_quiet = None;
@@ -216,9 +253,9 @@ impl Driver {
             .filter(|i| !i.superseded && i.pane_expected() && !self.world.recorded(&i.name))
             .map(|i| i.name.as_str())
             .collect();
-        let (pending, up) = (self.pending.len(), self.world.supervisor_up());
+        let (pending, up, queued) = (self.pending.len(), self.world.supervisor_up(), self.waiting.len());
         self.report.wrong.push(format!(
-            "the box never became quiet: {pending} actions pending, supervisor up {up}, panes without a recorded launch {unrecorded:?}"
+            "the box never became quiet: {pending} actions pending, {queued} dispatches queued, supervisor up {up}, panes without a recorded launch {unrecorded:?}"
         ));
         Some(index)
     }
@@ -226,7 +263,9 @@ impl Driver {
     /// The session's last action has settled and no kill at its spawn is under way; a pane to be killed or
     /// restarted must also have its launch recorded (so the model's pane is the one the supervisor knows).
     fn ready_to_act(&self, planned: usize) -> bool {
-        let Some(&inc) = self.of_planned.get(&planned) else { return self.dispatch_failed(planned) };
+        let Some(&inc) = self.of_planned.get(&planned) else {
+            return !self.is_waiting(planned) && self.dispatch_failed(planned);
+        };
         let settled = self.pending.iter().all(|p| p.inc != inc);
         let killing = self.spawn_kill.as_ref().is_some_and(|k| k.planned == planned);
         let needs_record =
@@ -238,10 +277,11 @@ impl Driver {
         !self.steps.iter().any(|(_, s)| matches!(s, Step::Dispatch(p) if *p == planned))
     }
 
-    /// Nothing pending, a supervisor running, and every pane the model expects recorded in its side file (so a
-    /// server kill is a vanished pane for each of them, exactly).
+    /// Nothing pending, nothing queued (so nothing is admitted meanwhile), a supervisor running, and every pane the
+    /// model expects recorded in its side file (so a server kill is a vanished pane for each of them, exactly).
     fn quiet(&self) -> bool {
         self.pending.is_empty()
+            && self.queue_drained()
             && self.world.supervisor_up()
             && self.incs.iter().filter(|i| !i.superseded && i.pane_expected()).all(|i| self.world.recorded(&i.name))
     }
@@ -278,6 +318,7 @@ impl Driver {
                 let inc = self.add(Incarnation::dispatched(&name, &label, &lease_gen), "dispatch");
                 self.of_planned.insert(at, inc);
             }
+            (0, None) => self.queued(&label, &label, Some(at), planned.fate.label()),
             (code, _) => self.report.wrong.push(format!("the dispatch of {label} exited {code}")),
         }
     }
@@ -298,10 +339,12 @@ impl Driver {
         }
     }
 
-    /// SIGKILLs the running supervisor at a random point of its work. One point has a documented consequence the
+    /// SIGKILLs the running supervisor at a random point of its work. Two points have a documented consequence the
     /// model must follow: after a first start's intent and before its `new-session` (L-9), no pane ever ran, and
     /// the next supervisor reads the intent as a pane that vanished (L-10): the lease is marked and the start
-    /// resumes without the kickoff prompt, which the intent had already taken off the entry.
+    /// resumes without the kickoff prompt, which the intent had already taken off the entry. And after it consumed
+    /// a `restart`'s mark (L-13) and before the new pane's `new-session`, nothing says the pane was restarted any
+    /// more: the next supervisor reads the gone pane as vanished, the same reading.
     fn kill_supervisor(&mut self, line: String) {
         let Some(pid) = self.world.supervisor_pid() else { return };
         self.world.kill_supervisor();
@@ -310,6 +353,8 @@ impl Driver {
         while self.world.supervisor_up() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
+        // What the killed supervisor admitted from the queue is listed by now: those sessions are in the scan too.
+        self.discover();
         let unstarted: Vec<usize> = (0..self.incs.len())
             .filter(|i| {
                 let inc = &self.incs[*i];
@@ -317,7 +362,8 @@ impl Driver {
             })
             .filter(|i| self.world.recorded(&self.incs[*i].name))
             .collect();
-        if unstarted.is_empty() {
+        let restarting: Vec<usize> = (0..self.incs.len()).filter(|i| self.respawn_due_after_restart(*i)).collect();
+        if unstarted.is_empty() && restarting.is_empty() {
             return;
         }
         // A `new-session` the supervisor had just forked goes on without it: give its wrapper time to log it.
@@ -330,6 +376,24 @@ impl Driver {
                 self.truth(format!("{name}: the killed supervisor recorded its start and never ran new-session"));
             }
         }
+        for index in restarting {
+            let name = self.incs[index].name.clone();
+            if !self.world.sb.is_live(&name) && self.world.restart_mark_consumed(&name) {
+                self.incs[index].restart_cut_short();
+                self.report.count_event("restart lost: supervisor killed after it took the mark, before new-session");
+                self.truth(format!("{name}: the killed supervisor took the restart mark and never ran new-session"));
+            }
+        }
+    }
+
+    /// Incarnation `inc` was restarted (L-11) with an open lease and its new pane has not started yet.
+    fn respawn_due_after_restart(&self, inc: usize) -> bool {
+        let i = &self.incs[inc];
+        !i.superseded
+            && i.pane_expected()
+            && !i.expected.restarts.is_empty()
+            && i.expected.lease == Some(None)
+            && self.world.sb.agent(&i.agent).starts() < i.min_starts
     }
 
     /// Restarts a supervisor that died, except while a kill armed at a spawn waits for its pane kill.
@@ -341,12 +405,15 @@ impl Driver {
 
     /// Drives the kill armed at a spawn; true while the supervisor must stay down. Once the wrapper fired (the
     /// supervisor died right after this session's `new-session`) and the agent has started, the pane is killed:
-    /// the next supervisor must find the loss from the spawn intent alone (L-9, L-10). An arm taken back (a
-    /// supervisor restart removes it) or never fired leaves the fate to a plain pane kill later.
+    /// the next supervisor must find the loss from the spawn intent alone (L-9, L-10). An arm that never fired (within
+    /// [`SPAWN_KILL_WAIT`] of the session's admission; a queued session's spawn waits for that) leaves the fate to a
+    /// plain pane kill later.
     fn watch_spawn_kill(&mut self) -> bool {
+        let queued = self.spawn_kill.as_ref().is_some_and(|k| self.is_waiting(k.planned));
         let Some(kill) = self.spawn_kill.as_mut() else { return false };
         if !self.world.fired_for(&kill.prefix) {
-            if !self.world.armed_for(&kill.prefix) || kill.armed.elapsed() > SPAWN_KILL_WAIT {
+            // A queued session's new-session comes with its admission, however long it waits for it.
+            if !self.world.armed_for(&kill.prefix) || (!queued && kill.armed.elapsed() > SPAWN_KILL_WAIT) {
                 self.world.disarm(&kill.prefix);
                 let line = format!("the kill armed at the spawn of {}* did not fire", kill.prefix);
                 self.spawn_kill = None;
@@ -557,14 +624,15 @@ impl Driver {
         }
     }
 
-    /// At the limit: `accept` free slots and `burst` concurrent dispatches. Issue 24: every one is acknowledged
-    /// (exit 0); exactly `accept` start at once, the others wait in the intake queue, and once the limit is raised
-    /// again the supervisor admits each of them exactly once.
+    /// At the limit: `accept` free slots and `burst` concurrent dispatches, on a drained queue (the box was quiet).
+    /// Issue 24: every one is acknowledged (exit 0); exactly `accept` start at once, the others wait in the intake
+    /// queue and, once the limit is managed again, the supervisor admits each of them exactly once.
     fn burst(&mut self, accept: usize, burst: usize) {
         let Some(used) = self.world.used() else {
             self.report.wrong.push("capacity could not be read before the burst".into());
             return;
         };
+        self.limit_frozen = true;
         self.world.sb.set_limit(&(used + accept).to_string());
         let labels: Vec<String> = (0..burst).map(|j| format!("burst{j}")).collect();
         let world = &self.world;
@@ -576,46 +644,26 @@ impl Driver {
                 .collect();
             runs.into_iter().map(|r| r.join().unwrap_or(-1)).collect()
         });
-        let at_once: Vec<bool> = labels.iter().map(|label| self.world.minted(label).is_some()).collect();
-        self.world.sb.set_limit(&(self.options.sessions + 64).to_string());
+        let at_once: Vec<Option<String>> = labels.iter().map(|label| self.world.minted(label)).collect();
+        (self.limit_frozen, self.limit) = (false, None);
         self.truth(format!("burst of {burst} at limit {} (used {used}): exits {codes:?}", used + accept));
-        let started = at_once.iter().filter(|s| **s).count();
+        let started = at_once.iter().filter(|s| s.is_some()).count();
         if started != accept || codes.iter().any(|c| *c != 0) {
             self.report.wrong.push(format!(
                 "burst at the limit: exits {codes:?}, {started} started at once, expected all 0 and {accept} started"
             ));
         }
-        for (j, label) in labels.iter().enumerate() {
-            if !at_once[j] {
-                self.report.queued += 1;
+        for (j, (label, name)) in labels.iter().zip(at_once).enumerate() {
+            let agent = format!("b{j}");
+            match name {
+                Some(name) => {
+                    let lease_gen = self.world.lease_gen(&name).unwrap_or_default();
+                    self.report.count_fate("burst, run on");
+                    self.add(Incarnation::dispatched(&name, &agent, &lease_gen), "dispatch");
+                }
+                None => self.queued(label, &agent, None, "burst, run on"),
             }
-            self.burst_result(label, &format!("b{j}"), !at_once[j]);
         }
-    }
-
-    /// A burst batch's incarnation, once its session is listed: at once, or after the supervisor admitted it from
-    /// the queue (within the settle limit).
-    fn burst_result(&mut self, label: &str, agent: &str, queued: bool) {
-        let deadline = Instant::now() + SETTLE_LIMIT;
-        let name = loop {
-            if let Some(name) = self.world.minted(label) {
-                break Some(name);
-            }
-            if Instant::now() > deadline {
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let Some(name) = name else {
-            self.report.wrong.push(format!("burst batch {label} was never admitted"));
-            return;
-        };
-        if queued {
-            self.report.queued_admitted += 1;
-        }
-        let lease_gen = self.world.lease_gen(&name).unwrap_or_default();
-        self.report.count_fate("burst, run on");
-        self.add(Incarnation::dispatched(&name, agent, &lease_gen), "dispatch");
     }
 
     /// Records the settle time of every pending action whose expected state is now observed.
@@ -640,8 +688,10 @@ impl Driver {
     }
 
     fn settle_everything(&mut self) {
-        while !self.pending.is_empty() {
+        while !self.pending.is_empty() || !self.waiting.is_empty() {
             self.tend_supervisor();
+            self.discover();
+            self.manage_limit();
             self.poll_pending();
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -134,6 +134,12 @@ impl Incarnation {
         self.kickoffs = 0;
     }
 
+    /// The supervisor was killed after it consumed a restart's mark (L-13) and before the new pane's `new-session`:
+    /// the next one finds the pane gone and no mark, and marks the lease `vanished` (the start resumes as before).
+    pub fn restart_cut_short(&mut self) {
+        self.mark("vanished");
+    }
+
     /// `stop` whose restart came first, before the supervisor reaped the parked entry: only the mark.
     pub fn stop_before_restart(&mut self) {
         self.mark("stopped");

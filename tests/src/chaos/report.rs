@@ -19,10 +19,13 @@ pub struct Report {
     pub dispatched: usize,
     pub settled_correctly: usize,
     pub wrong: Vec<String>,
-    /// Issue 24: batches of the burst that found the box full (queued, exit 0) and how many of them the
-    /// supervisor admitted once a slot freed, each exactly once.
+    /// Issue 24: dispatches (planned and of the burst) acknowledged as queued (exit 0), how many of them the
+    /// supervisor admitted once a slot freed, each exactly once, the longest wait, and the highest limit the driver
+    /// set (the slots the listed entries held plus the few for the sessions still being worked on).
     pub queued: usize,
     pub queued_admitted: usize,
+    pub max_wait: Duration,
+    pub max_limit: usize,
     pub settle_ms: Vec<f64>,
     pub samples: Samples,
     pub log_lines: usize,
@@ -86,7 +89,15 @@ impl fmt::Display for Report {
         writeln!(f, "dispatched:               {}", self.dispatched)?;
         writeln!(f, "settled correctly:        {}", self.settled_correctly)?;
         writeln!(f, "wrong:                    {}", self.wrong.len())?;
-        writeln!(f, "queued, then admitted:    {} of {} queued", self.queued_admitted, self.queued)?;
+        writeln!(
+            f,
+            "queued, then admitted:    {} of {} queued (longest wait {:.1} s; {} slots for sessions being worked on, limit up to {})",
+            self.queued_admitted,
+            self.queued,
+            self.max_wait.as_secs_f64(),
+            super::queue::WORKING_SLOTS,
+            self.max_limit
+        )?;
         writeln!(
             f,
             "action -> settled:        median {:.0} ms, p95 {:.0} ms, max {:.0} ms ({} actions)",

@@ -3,6 +3,7 @@
 //! `new-session` (of any session, or of one name prefix), fake agents that poll their control file, and a hook log
 //! filled close to its trim bound.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -102,7 +103,11 @@ impl World {
         let died_at = *self.died_at.get_or_insert_with(Instant::now);
         if died_at.elapsed() >= pause {
             self.died_at = None;
-            let _ = fs::remove_file(self.trigger());
+            // An arm for any next spawn is taken back; one for a named session's spawn waits for that spawn across
+            // restarts (a queued session's new-session comes only with its admission, issue 24).
+            if fs::read_to_string(self.trigger()).is_ok_and(|prefix| prefix.is_empty()) {
+                let _ = fs::remove_file(self.trigger());
+            }
             if fs::remove_file(self.trigger().with_extension("fired")).is_ok() {
                 self.kills_at_spawn += 1;
             }
@@ -125,6 +130,12 @@ impl World {
             .lines()
             .any(|l| l.starts_with(&caller) && l.contains(" new-session ") && format!("{l} ").contains(&session));
         self.recorded(name) && !spawned && !self.sb.live().iter().any(|n| n == name)
+    }
+
+    /// `name`'s lease is open and no longer carries the `restartPending` mark of a restart (L-11): a supervisor
+    /// consumed it (L-13).
+    pub fn restart_mark_consumed(&self, name: &str) -> bool {
+        self.sb.lease(name).is_some_and(|l| l["outcome"].is_null() && l.get("restartPending").is_none())
     }
 
     /// True when a supervisor process is running.
@@ -150,11 +161,38 @@ impl World {
         out.get_output().status.code().unwrap_or(-1)
     }
 
-    /// The name webhook-spawn minted for `chaos/<label>`, if it is listed.
+    /// The name webhook-spawn (or an admission from the queue) minted for `chaos/<label>`, if it is listed.
     pub fn minted(&self, label: &str) -> Option<String> {
+        self.minted_in(&self.listed(), label)
+    }
+
+    /// The names the registry lists (none when it cannot be read).
+    pub fn listed(&self) -> BTreeSet<String> {
+        registry::read(&self.sb.registry())
+            .document_or_empty()
+            .map(|doc| doc.names().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    /// The name minted for `chaos/<label>` among `listed`.
+    pub fn minted_in(&self, listed: &BTreeSet<String>, label: &str) -> Option<String> {
         let prefix = format!("hook-chaos-{label}-");
+        listed.iter().find(|n| n.strip_prefix(&prefix).is_some_and(|rest| rest.len() == 4)).cloned()
+    }
+
+    /// The slots the registry's entries hold (listed, not stopped, not crashed: RG-11.5's pending set), by a
+    /// lock-free read; `None` when it cannot be read.
+    pub fn held_slots(&self) -> Option<usize> {
         let doc = registry::read(&self.sb.registry()).document_or_empty()?;
-        doc.names().find(|n| n.strip_prefix(&prefix).is_some_and(|rest| rest.len() == 4)).map(str::to_owned)
+        Some(doc.names().filter(|n| doc.entry(n).is_some_and(|e| !e.stopped() && e.died().is_none())).count())
+    }
+
+    /// Records and admission intents in the intake queue (docs/intake.md IN-1).
+    pub fn queue_len(&self) -> usize {
+        let entries = fs::read_dir(self.sb.paths().queue_dir()).into_iter().flatten().flatten();
+        entries
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".json") || n.ends_with(".admit")))
+            .count()
     }
 
     /// The gen of `name`'s lease, if it has one.
