@@ -30,7 +30,7 @@ pub fn run(bench: &Bench, metrics: &mut Vec<Metric>) -> Outcome<()> {
 
 /// `agent-box-webhook-spawn` in `sandbox` for issue `object` of `acme/widgets` with delivery id `delivery`, the
 /// fake agent's `args` as `AGENT_BOX_HOOK_SESSION_ARGS`; and the batch for its stdin.
-fn dispatch(sandbox: &Sandbox, delivery: &str, object: usize, args: &[&str]) -> (Command, String) {
+pub(crate) fn dispatch(sandbox: &Sandbox, delivery: &str, object: usize, args: &[&str]) -> (Command, String) {
     let mut cmd = sandbox.cmd("agent-box-webhook-spawn");
     cmd.env("LOCAL_WEBHOOK_SPAWN_KEY", "acme/widgets")
         .env("LOCAL_WEBHOOK_SPAWN_TOPIC", "github:acme/*")
@@ -46,7 +46,7 @@ fn dispatch(sandbox: &Sandbox, delivery: &str, object: usize, args: &[&str]) -> 
 
 /// The echo line of a [`dispatch`]: the batch's variables before the command (the rest of the environment is the
 /// sandbox's, printed once per section).
-fn echo_dispatch(cmd: &Command) -> String {
+pub(crate) fn echo_dispatch(cmd: &Command) -> String {
     let vars: Vec<String> = cmd
         .get_envs()
         .filter_map(|(k, v)| Some((k.to_str()?, v?.to_string_lossy())))
@@ -58,7 +58,7 @@ fn echo_dispatch(cmd: &Command) -> String {
 
 /// Runs a [`dispatch`] to its exit: the wall time from spawn to exit in ms (the batch written to stdin in
 /// between), once it exited 0 with a stdout line starting with `want`.
-fn run_dispatch((mut cmd, batch): (Command, String), want: &str) -> Outcome<f64> {
+pub(crate) fn run_dispatch((mut cmd, batch): (Command, String), want: &str) -> Outcome<f64> {
     let started = Instant::now();
     let mut child = cmd.spawn().context(|| "starting agent-box-webhook-spawn".into())?;
     if let Some(mut stdin) = child.stdin.take() {

@@ -1,5 +1,5 @@
 //! `agent-box-bench`, run as `cargo xtask bench`: measures the quality bars of spec 90 (sections `epilogue` Q1 Q2, `tick` Q3 Q5, `add` Q4,
-//! `vanish` Q11, `rmw` Q6, `crash` Q7, `faults` Q8, `upgrade` Q12, `intake` Q13 Q14, and `golden`, the time of one
+//! `vanish` Q11, `rmw` Q6, `crash` Q7, `faults` Q8, `upgrade` Q12, `intake` Q13 Q14, `claims` (issue 26: admission and renewal with a claims database), and `golden`, the time of one
 //! whole golden render) on release binaries, every product inside a harness sandbox, and reports a table on stdout plus
 //! `target/bench/report.json`. A section builds only the programs it runs. Every timed comparison samples both
 //! sides in the same rounds and reports the median of the per-round ratios with their spread. Exit 0; with
@@ -8,6 +8,7 @@
 mod add;
 mod bake;
 mod baseline;
+mod claims;
 mod crash;
 mod epilogue;
 mod facts;
@@ -59,7 +60,7 @@ mod exit {
     pub const CHECK_FAILED: u8 = 100;
 }
 
-/// Measure the speed and memory bars Q1-Q14 of docs/ids.md in ten sections and write <target>/bench/report.json.
+/// Measure the speed and memory bars Q1-Q14 of docs/ids.md in eleven sections and write <target>/bench/report.json.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask bench", bin_name = "cargo xtask bench")]
 pub struct BenchArgs {
@@ -96,6 +97,7 @@ pub enum Section {
     Faults,
     Upgrade,
     Intake,
+    Claims,
     Golden,
 }
 
@@ -111,12 +113,13 @@ impl Section {
             Self::Faults => "faults",
             Self::Upgrade => "upgrade",
             Self::Intake => "intake",
+            Self::Claims => "claims",
             Self::Golden => "golden",
         }
     }
 }
 
-const ALL: [Section; 10] = [
+const ALL: [Section; 11] = [
     Section::Epilogue,
     Section::Tick,
     Section::Add,
@@ -126,6 +129,7 @@ const ALL: [Section; 10] = [
     Section::Faults,
     Section::Upgrade,
     Section::Intake,
+    Section::Claims,
     Section::Golden,
 ];
 
@@ -249,6 +253,7 @@ fn run_section(section: Section, bench: &Bench, metrics: &mut Vec<Metric>) -> Ou
         Section::Faults => faults::run(bench, metrics),
         Section::Upgrade => upgrade::run(bench, metrics),
         Section::Intake => intake::run(bench, metrics),
+        Section::Claims => claims::run(bench, metrics),
         Section::Golden => golden::run(bench, metrics),
     });
     catch_unwind(body).unwrap_or_else(|payload| {
@@ -370,6 +375,7 @@ fn products_of(section: Section) -> &'static [Product] {
         Section::Crash => &[SUPERVISOR, SESSION, SPAWN, EPILOGUE, RMW],
         Section::Faults | Section::Upgrade | Section::Golden => &[SUPERVISOR, SESSION, SPAWN, EPILOGUE],
         Section::Intake => &[SUPERVISOR, SPAWN, EPILOGUE],
+        Section::Claims => &[SUPERVISOR, SPAWN, EPILOGUE],
     }
 }
 

@@ -46,6 +46,18 @@ pub fn run_time_ns(pid: u32) -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
+/// Nanoseconds every thread of the process has run, the sum of `/proc/<pid>/task/*/schedstat` (a supervisor with
+/// a claims database has a client thread, issue 26); threads that ended are not counted. None without schedstat.
+pub fn process_run_time_ns(pid: u32) -> Option<u64> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let text = fs::read_to_string(task.path().join("schedstat")).ok()?;
+        total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
 /// `VmRSS` and `VmHWM` of `/proc/<pid>/status`, in KiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Memory {
