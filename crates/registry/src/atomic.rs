@@ -323,4 +323,16 @@ mod tests {
         assert_eq!(parent_dir(Path::new("/d/f.json")), Path::new("/d"));
         assert_eq!(parent_dir(Path::new("d/f.json")), Path::new("d"));
     }
+
+    #[test]
+    fn only_no_such_file_is_absence() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("file");
+        fs::write(&file, b"").unwrap();
+        std::os::unix::fs::symlink(root.path().join("nowhere"), root.path().join("dangling")).unwrap();
+        assert!(is_absent(&root.path().join("missing")));
+        assert!(!is_absent(&file));
+        assert!(!is_absent(&root.path().join("dangling")), "a dangling symlink is there");
+        assert!(!is_absent(&file.join("below")), "ENOTDIR is an error, not absence");
+    }
 }
