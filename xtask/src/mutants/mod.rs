@@ -8,7 +8,7 @@ mod report;
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -52,12 +52,15 @@ pub fn run(args: &MutantsArgs) -> u8 {
         return code;
     }
     let out = run::target_dir().join("mutants/full");
+    if let Err(err) = set_aside(&out) {
+        eprintln!("mutants: cannot set the last run aside in {}: {err}", run::display_from_root(&out));
+        return exit::SETUP;
+    }
     let mut cmd = cargo_mutants(&out);
     cmd.args(&args.extra);
     let started = std::time::Instant::now();
     match run::status(&mut cmd) {
-        // 0 all caught, 2 survivors, 3 timeouts, 4 the baseline failed: each leaves outcomes to judge.
-        Ok(status) if matches!(status.code(), Some(0 | 2 | 3 | 4)) => {}
+        Ok(status) if judgeable(status) => {}
         Ok(status) => {
             eprintln!("mutants: cargo mutants exited with {status}; see its output above");
             return exit::CHECK_FAILED;
@@ -86,13 +89,27 @@ pub fn ci_step() -> StepResult {
     };
     ensure_tool().map_err(|code| Failed(code.into()))?;
     let out = run::target_dir().join("mutants/ci");
+    set_aside(&out).map_err(|err| {
+        eprintln!("mutants: cannot set the last run aside in {}: {err}", run::display_from_root(&out));
+        Failed(exit::SETUP.into())
+    })?;
     let mut cmd = cargo_mutants(&out);
     cmd.arg("--in-diff").arg(&diff).args(["--baseline", "skip", "--timeout", CI_TEST_TIMEOUT]);
-    let finished = run_bounded(&mut cmd, CI_BUDGET).map_err(|err| {
+    let ended = run_bounded(&mut cmd, CI_BUDGET).map_err(|err| {
         eprintln!("mutants: cannot run cargo mutants: {err}");
         Failed(exit::SETUP.into())
     })?;
-    judge(&out, (!finished).then_some(CI_BUDGET)).map_err(|code| Failed(code.into()))
+    if let Some(status) = ended.filter(|status| !judgeable(*status)) {
+        eprintln!("mutants: cargo mutants exited with {status}; see its output above");
+        return Err(Failed(exit::CHECK_FAILED.into()));
+    }
+    judge(&out, ended.is_none().then_some(CI_BUDGET)).map_err(|code| Failed(code.into()))
+}
+
+/// cargo-mutants' exits that leave outcomes to judge: 0 all caught, 2 survivors, 3 timeouts, 4 the baseline failed
+/// (the others are usage or internal errors).
+fn judgeable(status: ExitStatus) -> bool {
+    matches!(status.code(), Some(0 | 2 | 3 | 4))
 }
 
 /// Reads the outcomes, prints the figures and every survivor docs/mutants.md does not list; `cut` is the budget
@@ -102,7 +119,13 @@ fn judge(out: &Path, cut: Option<Duration>) -> Result<(), u8> {
         eprintln!("mutants: cannot read the listed survivors: {err}");
         exit::CHECK_FAILED
     })?;
-    let outcomes = report::read_outcomes(&out.join("mutants.out/outcomes.json")).map_err(|err| {
+    let path = out.join("mutants.out/outcomes.json");
+    if cut.is_none() && !path.exists() {
+        // cargo mutants writes nothing when the filters leave no mutant (a change of tests or comments only).
+        println!("mutants: no mutant to test in these lines");
+        return Ok(());
+    }
+    let outcomes = report::read_outcomes(&path).map_err(|err| {
         eprintln!("mutants: cannot read what cargo mutants found: {err}");
         exit::CHECK_FAILED
     })?;
@@ -124,6 +147,19 @@ fn judge(out: &Path, cut: Option<Duration>) -> Result<(), u8> {
         return Err(exit::CHECK_FAILED);
     }
     if unlisted.is_empty() { Ok(()) } else { Err(exit::CHECK_FAILED) }
+}
+
+/// Moves the report of the last run to `mutants.out.old` (as cargo-mutants itself does), so that what is judged
+/// afterwards can only be this run's.
+fn set_aside(out: &Path) -> io::Result<()> {
+    let (last, old) = (out.join("mutants.out"), out.join("mutants.out.old"));
+    if !last.exists() {
+        return Ok(());
+    }
+    if old.exists() {
+        std::fs::remove_dir_all(&old)?;
+    }
+    std::fs::rename(last, old)
 }
 
 /// `nice -n 19 cargo mutants --jobs 1 --output OUT` (the machine is shared: one mutant at a time, at the lowest
@@ -183,8 +219,9 @@ fn seed_build_dir() -> io::Result<()> {
 }
 
 /// Runs `cmd` in a process group of its own; after `budget`, interrupts the group (cargo-mutants then stops its
-/// build or test and removes its scratch copy) and kills it after [`GRACE`]. True when it finished by itself.
-fn run_bounded(cmd: &mut Command, budget: Duration) -> io::Result<bool> {
+/// build or test and removes its scratch copy) and kills it after [`GRACE`]. Its exit status when it ended by
+/// itself, `None` when it was stopped.
+fn run_bounded(cmd: &mut Command, budget: Duration) -> io::Result<Option<ExitStatus>> {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
     println!("{}", run::echo_line(cmd));
@@ -194,16 +231,18 @@ fn run_bounded(cmd: &mut Command, budget: Duration) -> io::Result<bool> {
     let waiter = std::thread::spawn(move || {
         let _ = done.send(child.wait());
     });
-    let mut by_itself = true;
-    if finished.recv_timeout(budget).is_err() {
-        by_itself = false;
-        println!("mutants: the budget of {} s is spent; stopping cargo mutants", budget.as_secs());
-        let _ = killpg(group, Signal::SIGINT);
-        if finished.recv_timeout(GRACE).is_err() {
-            let _ = killpg(group, Signal::SIGKILL);
-            let _ = finished.recv();
+    let ended = match finished.recv_timeout(budget) {
+        Ok(waited) => Some(waited?),
+        Err(_) => {
+            println!("mutants: the budget of {} s is spent; stopping cargo mutants", budget.as_secs());
+            let _ = killpg(group, Signal::SIGINT);
+            if finished.recv_timeout(GRACE).is_err() {
+                let _ = killpg(group, Signal::SIGKILL);
+                let _ = finished.recv();
+            }
+            None
         }
-    }
+    };
     let _ = waiter.join();
-    Ok(by_itself)
+    Ok(ended)
 }
