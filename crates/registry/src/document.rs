@@ -494,4 +494,18 @@ mod tests {
         assert_eq!(plain["workingDirectory"], Value::Null);
         assert_eq!(plain["extraArgs"], serde_json::json!([]));
     }
+
+    #[test]
+    fn only_json_true_makes_an_entry_ephemeral_or_launched() {
+        use serde_json::json;
+        let flags = |value: Value| {
+            let entry = value.as_object().cloned().unwrap();
+            (Entry::of(&entry).ephemeral(), Entry::of(&entry).has_run())
+        };
+        assert_eq!(flags(json!({"ephemeral": true, "hasRun": true})), (true, true));
+        assert_eq!(flags(json!({"ephemeral": true})), (true, false));
+        assert_eq!(flags(json!({"hasRun": true})), (false, true));
+        assert_eq!(flags(json!({"ephemeral": "true", "hasRun": 1})), (false, false));
+        assert_eq!(flags(json!({})), (false, false));
+    }
 }
