@@ -238,6 +238,7 @@ mod tests {
         assert_eq!(parse_count("3"), Some(3));
         assert_eq!(parse_count("x"), None);
         assert_eq!(parse_count(""), None);
+        assert_eq!(parse_count("+5"), None, "digits only, though u64's parser takes a sign");
         assert_eq!(parse_count("99999999999999999999"), None);
         assert_eq!(canonical_object(Some("")), None);
         assert_eq!(canonical_object(Some("n/a")), None);

@@ -816,3 +816,16 @@ fn without_a_lease_only_an_end_other_than_reaped_or_swept_is_recorded() {
     let lines = fx.log_lines();
     assert_eq!((lines.len(), &lines[0]["how"]), (1, &json!("rm")));
 }
+
+/// L-14: only the life that recorded a restart takes it back, and only while it is pending.
+#[test]
+fn a_restart_is_withdrawn_only_by_its_own_life_while_pending() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    let g = dir.create(&hook, "t", None, None).unwrap();
+    assert_eq!(dir.withdraw_restart(&hook, &Expect::Gen(g.clone())).unwrap(), Changed::Stale, "nothing pending");
+    dir.record_restart(&hook, &Expect::Any, None).unwrap();
+    assert_eq!(dir.withdraw_restart(&hook, &Expect::Gen(Gen::random())).unwrap(), Changed::Stale, "another life");
+    assert_eq!(dir.note_absence(&hook, &Expect::Gen(g)).unwrap(), Changed::Restarted, "the mark stayed");
+}
