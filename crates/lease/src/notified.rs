@@ -269,4 +269,11 @@ mod tests {
         assert_eq!(lease.notification(), Notification::Nothing);
         assert!(lease.notified_at().is_none());
     }
+
+    /// N-8: `leases` and `ls` look for the marker at this one path.
+    #[test]
+    fn the_marker_is_on_outcome_json_in_the_state_directory() {
+        let marker = on_outcome_marker(std::path::Path::new("/h/.local/state/agent-box"));
+        assert_eq!(marker, std::path::Path::new("/h/.local/state/agent-box/on-outcome.json"));
+    }
 }

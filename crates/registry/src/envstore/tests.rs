@@ -91,3 +91,9 @@ fn edit_creates_a_private_file_and_directory_and_leaves_others_alone() {
     assert!(read(&dir.path().join("missing")).unwrap().is_none());
     assert!(matches!(read(dir.path()), Err(StoreError::NotAFile(_))));
 }
+
+/// The store every pane loads and the settings daemon writes is `~/.config/agent-box/env` (docs/env-store.md).
+#[test]
+fn the_store_is_config_agent_box_env_under_home() {
+    assert_eq!(store_path(Path::new("/home/agent")), Path::new("/home/agent/.config/agent-box/env"));
+}
