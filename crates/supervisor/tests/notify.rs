@@ -355,3 +355,52 @@ fn n_11_a_parked_one_shot_session_is_reaped_only_after_its_outcome_is_delivered(
     let log = fs::read_to_string(world.state().join("hook-sessions.jsonl")).unwrap();
     assert!(log.contains(r#""how":"reaped""#) && log.contains(r#""notified":true"#), "{log}");
 }
+
+/// N-5: the backoff belongs to the outcome that failed; a new outcome of the same name (the lease revived by a
+/// restart, then ended again) is reported at once, not after the old outcome's wait.
+#[test]
+fn n_5_a_new_outcome_of_the_name_is_tried_without_the_old_outcome_s_backoff() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; [ -f "$OUT/ok" ] || exit 4"#);
+    world.ended_lease("github:acme/api", &Outcome::Stopped);
+    let t0 = base::time::now_epoch();
+    CLOCK.store(t0, Ordering::SeqCst);
+    let mut supervisor = world.supervisor(None).with_clock(clock);
+    tick_until(&mut supervisor, "the first failure", || {
+        world.notification() == Notification::Pending { attempts: 1, next_at: Some(t0 + 10) }
+    });
+    let name = SessionName::parse(NAME).unwrap();
+    world.leases().record_restart(&name, &Expect::Any, None).unwrap();
+    world.leases().mark_outcome(&name, &Outcome::Died(1), &Expect::Any).unwrap();
+    fs::write(world.out().join("ok"), "").unwrap();
+    tick_until(&mut supervisor, "the delivery of died:1 at t0", || delivered(&world));
+    assert_eq!(world.lease().unwrap().outcome(), Some(Outcome::Died(1)));
+}
+
+/// N-5: a failure the lease could not record (its lock busy) still backs off: the supervisor remembers the
+/// attempt and its next time, and the second attempt counts the first.
+#[test]
+fn n_5_a_failure_the_lease_could_not_record_still_backs_off() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; exit 4"#);
+    world.ended_lease("github:acme/api", &Outcome::Stopped);
+    let t0 = base::time::now_epoch();
+    CLOCK.store(t0, Ordering::SeqCst);
+    let mut supervisor = world.supervisor(None).with_clock(clock);
+    let held =
+        agent_box_tests::HeldLock::acquire(&world.state().join("lease/.lock"), std::time::Duration::ZERO).unwrap();
+    wait_until("the first failure", || {
+        supervisor.tick();
+        lines_with(&supervisor, "could not report the outcome") == 1
+    });
+    drop(held);
+    assert_eq!(world.notification(), Notification::Pending { attempts: 0, next_at: None }, "not recorded");
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    CLOCK.store(t0 + 10, Ordering::SeqCst);
+    tick_until(&mut supervisor, "the second failure, recorded", || {
+        world.notification() == Notification::Pending { attempts: 2, next_at: Some(t0 + 30) }
+    });
+    assert_eq!(world.runs(), 2, "no attempt before the remembered next time");
+}
