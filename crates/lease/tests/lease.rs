@@ -829,3 +829,18 @@ fn a_restart_is_withdrawn_only_by_its_own_life_while_pending() {
     assert_eq!(dir.withdraw_restart(&hook, &Expect::Gen(Gen::random())).unwrap(), Changed::Stale, "another life");
     assert_eq!(dir.note_absence(&hook, &Expect::Gen(g)).unwrap(), Changed::Restarted, "the mark stayed");
 }
+
+/// The refusal record's temp leftovers (a killed webhook-spawn's) are removed and counted; other files stay.
+#[test]
+fn the_refusal_record_s_temp_leftovers_are_removed_and_counted() {
+    let fx = Fixture::new();
+    let record = RefusalRecord::new(fx.state.join("webhook-spawn-refused.json"));
+    for leftover in ["webhook-spawn-refused.json.tmp-ab12cd34", "webhook-spawn-refused.json.tmp-zz99yy88"] {
+        fs::write(fx.state.join(leftover), b"{").unwrap();
+    }
+    fs::write(fx.state.join("sessions.json.tmp-ab12cd34"), b"{").unwrap();
+    assert_eq!(record.remove_temp_leftovers(), 2);
+    assert!(!fx.state.join("webhook-spawn-refused.json.tmp-ab12cd34").exists());
+    assert!(fx.state.join("sessions.json.tmp-ab12cd34").exists());
+    assert_eq!(record.remove_temp_leftovers(), 0);
+}
