@@ -844,3 +844,17 @@ fn the_refusal_record_s_temp_leftovers_are_removed_and_counted() {
     assert!(fx.state.join("sessions.json.tmp-ab12cd34").exists());
     assert_eq!(record.remove_temp_leftovers(), 0);
 }
+
+/// LS-8.7's trim counts lines, not bytes: a log of exactly 400 long lines after the append stays whole.
+#[test]
+fn the_hook_log_is_trimmed_by_its_line_count_not_its_size() {
+    let fx = Fixture::new();
+    let path = fx.state.join("hook-sessions.jsonl");
+    let padding = "x".repeat(200);
+    let old: String = (0..399).map(|i| format!("{{\"n\":{i},\"pad\":\"{padding}\"}}\n")).collect();
+    fs::write(&path, &old).unwrap();
+    let hook = name("hook-a");
+    let record = SpawnRecord { name: &hook, topic: "github:x", event: "issues", object: None, count: None };
+    assert!(matches!(fx.log().append_spawn(&record), Appended::Written));
+    assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 400);
+}
