@@ -404,3 +404,25 @@ fn n_5_a_failure_the_lease_could_not_record_still_backs_off() {
     });
     assert_eq!(world.runs(), 2, "no attempt before the remembered next time");
 }
+
+/// N-5, one line per streak: a streak ends when its outcome is no longer pending (here revived by a restart), so
+/// the failures of the name's next outcome are said again.
+#[test]
+fn n_5_the_next_outcome_of_a_name_starts_a_new_streak() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; exit 4"#);
+    world.ended_lease("github:acme/api", &Outcome::Stopped);
+    let mut supervisor = world.supervisor(None);
+    wait_until("the first failure", || {
+        supervisor.tick();
+        lines_with(&supervisor, "could not report the outcome") == 1
+    });
+    let name = SessionName::parse(NAME).unwrap();
+    world.leases().record_restart(&name, &Expect::Any, None).unwrap();
+    supervisor.tick();
+    world.leases().mark_outcome(&name, &Outcome::Died(1), &Expect::Any).unwrap();
+    wait_until("the failure of died:1, said", || {
+        supervisor.tick();
+        lines_with(&supervisor, &format!("could not report the outcome of '{NAME}' (died:1)")) == 1
+    });
+}

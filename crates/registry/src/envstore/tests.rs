@@ -97,3 +97,25 @@ fn edit_creates_a_private_file_and_directory_and_leaves_others_alone() {
 fn the_store_is_config_agent_box_env_under_home() {
     assert_eq!(store_path(Path::new("/home/agent")), Path::new("/home/agent/.config/agent-box/env"));
 }
+
+/// `env set KEY` asks on the terminal: the typed line (without its newline) is the answer, echo is off while it is
+/// typed, and the terminal's mode is restored afterwards.
+#[test]
+fn a_line_is_read_from_the_terminal_with_echo_off_and_the_mode_restored() {
+    use nix::sys::termios::{LocalFlags, tcgetattr};
+    use std::io::Write as _;
+    use std::os::fd::AsFd;
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    let before = tcgetattr(pty.slave.as_fd()).unwrap().local_flags.contains(LocalFlags::ECHO);
+    let mut echo_while_asking = None;
+    let line = read_line_without_echo(pty.slave.as_fd(), || {
+        echo_while_asking = Some(tcgetattr(pty.slave.as_fd()).unwrap().local_flags.contains(LocalFlags::ECHO));
+        master.write_all(b"s3cret value\n").unwrap();
+    })
+    .unwrap();
+    assert_eq!(line, b"s3cret value");
+    assert_eq!(echo_while_asking, Some(false));
+    assert!(before, "a new terminal echoes");
+    assert_eq!(tcgetattr(pty.slave.as_fd()).unwrap().local_flags.contains(LocalFlags::ECHO), before);
+}
