@@ -117,6 +117,13 @@ fn help_exits_0_and_describes_the_argv() {
     Command::new(bin("agent-box-mark-stopped")).arg("--help").env_clear().assert().code(0).stdout(usage);
 }
 
+/// `--version` alone prints the version, as clap's does in the other programs.
+#[test]
+fn version_alone_prints_the_version() {
+    let expected = format!("agent-box-mark-stopped {}\n", env!("CARGO_PKG_VERSION"));
+    Command::new(bin("agent-box-mark-stopped")).arg("--version").env_clear().assert().code(0).stdout(expected);
+}
+
 // MS01
 #[test]
 fn unbaked_build_says_so_once_and_records_nothing() {

@@ -119,3 +119,12 @@ fn a_line_is_read_from_the_terminal_with_echo_off_and_the_mode_restored() {
     assert!(before, "a new terminal echoes");
     assert_eq!(tcgetattr(pty.slave.as_fd()).unwrap().local_flags.contains(LocalFlags::ECHO), before);
 }
+
+/// Issue 18: only "no such file" is a missing store; a path that cannot be opened for another reason is an error.
+#[test]
+fn a_store_that_cannot_be_opened_is_an_error_not_absence() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"").unwrap();
+    assert!(matches!(read(&file.join("env")), Err(StoreError::Read { .. })));
+}
