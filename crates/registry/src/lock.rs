@@ -405,4 +405,17 @@ mod tests {
             assert_eq!(parse_inherited_fd(bad), None, "{bad}");
         }
     }
+
+    /// `ls` asks whether a supervisor runs: held, free, missing (false) and unopenable (an error, never "no").
+    #[test]
+    fn is_held_tells_held_from_free_from_missing_and_fails_on_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        assert!(!is_held(&path).unwrap(), "missing");
+        let inside = with_file_lock(&path, Duration::ZERO, false, |_| is_held(&path)).unwrap();
+        assert!(inside.unwrap(), "held by another open file description");
+        assert!(!is_held(&path).unwrap(), "free again");
+        std::fs::write(dir.path().join("file"), b"").unwrap();
+        assert!(is_held(&dir.path().join("file/s.lock")).is_err(), "ENOTDIR is an error");
+    }
 }
