@@ -33,8 +33,8 @@ pub struct MutantsArgs {
     /// step `mutants`.
     #[arg(long)]
     changed: bool,
-    /// Passed to cargo mutants after the configured ones, e.g. `-p agent-box-lease` or `--file GLOB --re REGEX`
-    /// to confirm a few survivors.
+    /// Passed to cargo mutants after the configured ones, e.g. `-p agent-box-lease`, or `--re REGEX` to try a few
+    /// mutants again (with the configuration's files, `--file` does not narrow the run).
     #[arg(last = true, value_name = "CARGO_MUTANTS_ARGS")]
     extra: Vec<String>,
 }
