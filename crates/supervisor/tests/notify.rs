@@ -426,3 +426,38 @@ fn n_5_the_next_outcome_of_a_name_starts_a_new_streak() {
         lines_with(&supervisor, &format!("could not report the outcome of '{NAME}' (died:1)")) == 1
     });
 }
+
+/// N-2: the spawn record is this name's own `spawn` line written no later than the lease's claim: not a newer line
+/// of another name, not another kind of line of this name, not the spawn of a later life.
+#[test]
+fn n_2_the_spawn_record_is_the_name_s_own_spawn_line_up_to_the_claim() {
+    fn at_claim() -> i64 {
+        1_764_424_991
+    }
+    let world = World::new();
+    world.notifier(r#"cat > "$OUT/doc.json""#);
+    let name = SessionName::parse(NAME).unwrap();
+    let leases = world.leases().with_clock(at_claim);
+    let lease_gen = leases.create(&name, "github:acme/api", None, None).unwrap();
+    leases.mark_outcome(&name, &Outcome::Vanished, &Expect::Any).unwrap();
+    let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+        "life": lease_gen.to_string()}}});
+    fs::write(world.home().join(".config/agent-box/sessions.json"), registry.to_string()).unwrap();
+    let (claim, later) = ("2025-11-29T14:03:11Z", "2025-11-29T14:04:11Z");
+    let lines = [
+        serde_json::json!({"at": claim, "what": "spawn", "name": NAME, "event": "issues"}),
+        serde_json::json!({"at": claim, "what": "spawn", "name": "hook-other-0000", "event": "push"}),
+        serde_json::json!({"at": claim, "what": "end", "name": NAME, "how": "rm"}),
+        serde_json::json!({"at": later, "what": "spawn", "name": NAME, "event": "later-life"}),
+    ];
+    let log: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    fs::write(world.state().join("hook-sessions.jsonl"), log).unwrap();
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    let doc: Value = serde_json::from_str(&fs::read_to_string(world.out().join("doc.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&doc["spawn"]["what"], &doc["spawn"]["event"]),
+        (&Value::from("spawn"), &Value::from("issues")),
+        "{doc}"
+    );
+}
