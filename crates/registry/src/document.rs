@@ -539,4 +539,11 @@ mod tests {
         assert_eq!((entry.initial_prompt(), entry.resume_prompt()), (Some(""), None));
         assert_eq!((entry.box_session_id(), entry.life(), entry.profile(), entry.origin()), (None, None, None, None));
     }
+
+    #[test]
+    fn contains_names_exactly_the_listed_keys() {
+        let doc = Document::parse(br#"{"version":1,"sessions":{"a":{},"odd":3}}"#).unwrap();
+        assert!(doc.contains("a") && doc.contains("odd"));
+        assert!(!doc.contains("b"));
+    }
 }

@@ -406,7 +406,7 @@ mod tests {
     #[test]
     fn inherited_fd_values_are_checked_before_use() {
         assert_eq!(parse_inherited_fd("7"), Some(7));
-        for bad in ["", "2", "-3", "x", "07x", "99999999999999"] {
+        for bad in ["", "2", "-3", "+7", "x", "07x", "99999999999999"] {
             assert_eq!(parse_inherited_fd(bad), None, "{bad}");
         }
     }
@@ -444,5 +444,15 @@ mod tests {
         .unwrap();
         let meta = std::fs::metadata(lock_path_of(&registry)).unwrap();
         assert_eq!(stat, (meta.dev(), meta.ino()));
+    }
+
+    /// An open descriptor is lent whatever its flags (std opens with close-on-exec); a closed one never.
+    #[test]
+    fn only_an_open_descriptor_is_borrowed() {
+        let file = std::fs::File::open("/dev/null").unwrap();
+        assert!(borrow_open_fd(file.as_raw_fd()).is_some());
+        let raw = file.as_raw_fd();
+        drop(file);
+        assert!(borrow_open_fd(raw).is_none());
     }
 }

@@ -128,3 +128,28 @@ fn a_store_that_cannot_be_opened_is_an_error_not_absence() {
     std::fs::write(&file, b"").unwrap();
     assert!(matches!(read(&file.join("env")), Err(StoreError::Read { .. })));
 }
+
+#[test]
+fn contains_tells_a_set_key_from_a_missing_one() {
+    let store = Store::parse(b"# comment\nA=1\n");
+    assert!(store.contains("A"));
+    assert!(!store.contains("B") && !store.contains("# comment"));
+}
+
+/// A store of exactly `MAX_BYTES` is read whole, to its last byte; one byte more is refused.
+#[test]
+fn the_size_bound_is_max_bytes_inclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("env");
+    let last = b"Z=9";
+    let filler = usize::try_from(MAX_BYTES).unwrap() - last.len();
+    let mut bytes = vec![b'#'; filler - 1];
+    bytes.push(b'\n');
+    bytes.extend_from_slice(last);
+    std::fs::write(&path, &bytes).unwrap();
+    let store = read(&path).unwrap().unwrap();
+    assert_eq!(store.pairs().get("Z").map(Vec::as_slice), Some(&b"9"[..]));
+    bytes.insert(0, b'#');
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(matches!(read(&path), Err(StoreError::TooLarge(_))));
+}
