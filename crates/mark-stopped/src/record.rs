@@ -41,7 +41,7 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
         if outcome != Registry::Retry {
             break;
         }
-        if pass + 1 < PASSES {
+        if pauses_after(pass) {
             std::thread::sleep(PAUSE_BETWEEN_PASSES);
         }
     }
@@ -57,6 +57,12 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
     } else {
         leases.record_death(&report.name, report.status, &report.expect, log)
     };
+}
+
+/// Whether pass `pass` (from 0) is followed by the pause: every pass but the last, so an epilogue whose passes all
+/// failed settles the lease without waiting once more for nothing.
+fn pauses_after(pass: usize) -> bool {
+    pass + 1 < PASSES
 }
 
 /// One pass: lock-free read, lock, re-read, decide, write, verify, release. The lock-free read already
@@ -211,5 +217,16 @@ fn holds(doc: &Document, name: &SessionName, key: &str, value: &Value) -> bool {
     match doc.entry(name.as_str()) {
         Some(entry) => entry.get(key) == Some(value),
         None => !doc.contains(name.as_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pass_but_the_last_is_followed_by_the_pause() {
+        let pauses: Vec<bool> = (0..PASSES).map(pauses_after).collect();
+        assert_eq!(pauses, [true, true, false]);
     }
 }
