@@ -561,3 +561,22 @@ fn ms_9_2_9_random_argv_never_breaks_the_contract() {
     }
     assert!(registry::Document::parse(&fs::read(baked.registry()).unwrap()).is_ok());
 }
+
+/// L-6: a late report of an older life (the entry names another) changes nothing of the entry; it still settles
+/// the lease of its own gen, and without a gen it touches no lease at all.
+#[test]
+fn a_late_report_of_an_older_life_settles_only_the_lease_of_its_gen() {
+    let baked = Baked::dev();
+    let lease_gen = baked.create_lease("hook-x");
+    let (entry_life, old_life) = ("66666666-7777-4888-9999-aaaaaaaaaaaa", "11111111-2222-4333-8444-555555555555");
+    baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude", "life": entry_life}}}));
+    let before = fs::read(baked.registry()).unwrap();
+    let outcome = || -> Value {
+        serde_json::from_slice::<Value>(&fs::read(baked.lease("hook-x")).unwrap()).unwrap()["outcome"].clone()
+    };
+    baked.run(&["hook-x", "3", "any", old_life]);
+    assert_eq!(outcome(), Value::Null, "no gen: no lease is settled");
+    baked.run(&["hook-x", "3", &lease_gen, old_life]);
+    assert_eq!(outcome(), json!("died:3"), "its own gen's lease is settled");
+    assert_eq!(fs::read(baked.registry()).unwrap(), before, "the entry of the newer life is untouched");
+}
