@@ -461,3 +461,55 @@ fn n_2_the_spawn_record_is_the_name_s_own_spawn_line_up_to_the_claim() {
         "{doc}"
     );
 }
+
+/// N-4: a delivery whose record could not be written at once (the lease lock busy) is recorded at a later tick
+/// and said once, naming the program; it is never run again.
+#[test]
+fn n_4_a_delivery_recorded_late_is_said_once_and_names_the_program() {
+    let world = World::new();
+    let program = world.notifier(r#"cat >/dev/null; echo run >> "$OUT/runs""#);
+    world.ended_lease("github:acme/api", &Outcome::Died(3));
+    let mut supervisor = world.supervisor(None);
+    let held =
+        agent_box_tests::HeldLock::acquire(&world.state().join("lease/.lock"), std::time::Duration::ZERO).unwrap();
+    wait_until("the delivery, unrecorded", || {
+        supervisor.tick();
+        lines_with(&supervisor, "reported the outcome") == 1
+    });
+    assert!(!delivered(&world));
+    drop(held);
+    tick_until(&mut supervisor, "the record of the delivery", || delivered(&world));
+    supervisor.tick();
+    let said = format!("reported the outcome of '{NAME}' (died:3) to {}", program.display());
+    assert_eq!((lines_with(&supervisor, "reported the outcome"), lines_with(&supervisor, &said)), (1, 1));
+    assert_eq!(world.runs(), 1);
+}
+
+/// N-3 at stop and `--once`: a notifier still running gets its grace to end, and what it did is recorded.
+#[test]
+fn n_3_settling_waits_for_a_running_notifier_within_its_grace_and_records_it() {
+    let world = World::new();
+    world.notifier(r#"cat >/dev/null; sleep 1; echo run >> "$OUT/runs""#);
+    world.ended_lease("github:acme/api", &Outcome::Vanished);
+    let mut supervisor = world.supervisor(None);
+    supervisor.tick();
+    supervisor.settle_notifier(agent_box_tests::wait::deadline());
+    assert!(delivered(&world), "{:?}", world.notification());
+    assert_eq!(world.runs(), 1);
+}
+
+/// N-3 at stop and `--once`: a notifier that outlasts the grace is killed (nothing of it is left running) and
+/// its outcome stays pending for the next supervisor, no failure recorded.
+#[test]
+fn n_3_settling_kills_a_notifier_that_outlasts_its_grace_and_leaves_the_outcome_pending() {
+    let world = World::new();
+    world.notifier(r#"echo $$ > "$OUT/pid"; exec sleep 600"#);
+    world.ended_lease("github:acme/api", &Outcome::Vanished);
+    let mut supervisor = world.supervisor(None);
+    supervisor.tick();
+    wait_until("the notifier to run", || fs::read_to_string(world.out().join("pid")).is_ok_and(|p| p.ends_with('\n')));
+    let pid = fs::read_to_string(world.out().join("pid")).unwrap().trim().to_owned();
+    supervisor.settle_notifier(std::time::Duration::from_millis(200));
+    assert!(!Path::new(&format!("/proc/{pid}")).exists(), "the notifier {pid} was killed and reaped");
+    assert_eq!(world.notification(), Notification::Pending { attempts: 0, next_at: None });
+}
