@@ -123,7 +123,14 @@ fn write_and_verify(
         return Registry::Done;
     }
     let (key, value) = target;
-    match read_raw(registry) {
+    read_back(read_raw(registry), name, key, value)
+}
+
+/// The read-back of a file that is not byte for byte what this pass wrote (a writer that ignores the lock came in
+/// between): done when it is a valid registry whose entry holds the target (or that no longer lists the name),
+/// else another pass.
+fn read_back(after: Raw, name: &SessionName, key: &str, value: &Value) -> Registry {
+    match after {
         Raw::Bytes(after) => match ReadOutcome::from_bytes(&after) {
             ReadOutcome::Valid(after) if holds(&after, name, key, value) => Registry::Done,
             _ => Registry::Retry,
@@ -223,6 +230,17 @@ fn holds(doc: &Document, name: &SessionName, key: &str, value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_back_is_done_only_when_the_entry_holds_the_target() {
+        let main = SessionName::parse("main").unwrap();
+        let back = |bytes: &[u8]| read_back(Raw::Bytes(bytes.to_vec()), &main, "died", &Value::from(3));
+        assert!(back(br#"{"version":1,"sessions":{"main":{"died":3},"other":{}}}"#) == Registry::Done);
+        assert!(back(br#"{"version":1,"sessions":{"other":{}}}"#) == Registry::Done, "the entry was removed");
+        assert!(back(br#"{"version":1,"sessions":{"main":{"died":1}}}"#) == Registry::Retry);
+        assert!(back(b"{not json") == Registry::Retry);
+        assert!(read_back(Raw::Missing, &main, "died", &Value::from(3)) == Registry::Retry);
+    }
 
     #[test]
     fn every_pass_but_the_last_is_followed_by_the_pause() {
