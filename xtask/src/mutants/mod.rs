@@ -120,9 +120,15 @@ fn judge(out: &Path, cut: Option<Duration>) -> Result<(), u8> {
         exit::CHECK_FAILED
     })?;
     let path = out.join("mutants.out/outcomes.json");
-    if cut.is_none() && !path.exists() {
-        // cargo mutants writes nothing when the filters leave no mutant (a change of tests or comments only).
-        println!("mutants: no mutant to test in these lines");
+    if !path.exists() {
+        match cut {
+            // cargo mutants writes nothing when the filters leave no mutant (a change of tests or comments only).
+            None => println!("mutants: no mutant to test in these lines"),
+            Some(budget) => println!(
+                "SKIP: mutants: no mutant was tested within {} s; cargo xtask mutants tests them all",
+                budget.as_secs()
+            ),
+        }
         return Ok(());
     }
     let outcomes = report::read_outcomes(&path).map_err(|err| {
