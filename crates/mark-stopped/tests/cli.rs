@@ -580,3 +580,28 @@ fn a_late_report_of_an_older_life_settles_only_the_lease_of_its_gen() {
     assert_eq!(outcome(), json!("died:3"), "its own gen's lease is settled");
     assert_eq!(fs::read(baked.registry()).unwrap(), before, "the entry of the newer life is untouched");
 }
+
+/// L-6: without LIFE, the GEN stands in for it against an entry that names a life: another life's entry is left
+/// alone, its own life's entry records the crash. The same in the workspace's own layout (`Document::to_bytes`,
+/// spliced) and in a compact one another writer may leave (parsed whole).
+#[test]
+fn without_a_life_the_gen_stands_in_for_it_in_either_layout() {
+    for compact in [false, true] {
+        let baked = Baked::dev();
+        let lease_gen = baked.create_lease("hook-x");
+        let write = |life: &str| {
+            let doc = json!({"version": 1, "sessions": {"hook-x": {"agent": "claude", "life": life}}});
+            let compact_bytes = serde_json::to_vec(&doc).unwrap();
+            let bytes =
+                if compact { compact_bytes } else { registry::Document::parse(&compact_bytes).unwrap().to_bytes() };
+            fs::write(baked.registry(), bytes).unwrap();
+        };
+        write("66666666-7777-4888-9999-aaaaaaaaaaaa");
+        let before = fs::read(baked.registry()).unwrap();
+        baked.run(&["hook-x", "3", &lease_gen]);
+        assert_eq!(fs::read(baked.registry()).unwrap(), before, "another life's entry (compact: {compact})");
+        write(&lease_gen);
+        baked.run(&["hook-x", "3", &lease_gen]);
+        assert_eq!(baked.read_registry()["sessions"]["hook-x"]["died"], json!(3), "its own life (compact: {compact})");
+    }
+}

@@ -91,6 +91,10 @@ fn anything_outside_the_plain_subset_goes_to_the_full_path() {
         "{\n  \"version\": 1\n}\n".to_owned(),
         "{\n  \"sessions\": []\n}\n".to_owned(),
         "[\n  1\n]\n".to_owned(),
+        // Indentation that ends in another byte, at the depths the one-word compare handles ('(' agrees with a
+        // space in its low bits, so a compare of too few bits would take it).
+        text.replace("\n  \"sessions\"", "\n (\"sessions\""),
+        text.replace("\n    \"a\"", "\n   (\"a\""),
     ];
     for variant in &variants {
         assert!(Canonical::scan(variant.as_bytes(), &name("a")).is_none(), "recognised: {variant:?}");
@@ -195,4 +199,19 @@ fn random_registries_give_the_full_paths_bytes_whenever_recognised() {
         }
     }
     assert!(recognised * 4 > total, "seed {seed}: only {recognised} of {total} recognised");
+}
+
+/// The subset allows nesting down to [`MAX_DEPTH`] (the innermost value at that depth) and no further.
+#[test]
+fn nesting_is_recognised_down_to_the_bound_and_not_below() {
+    let nested = |arrays: usize| {
+        let mut deep = json!(1);
+        for _ in 0..arrays {
+            deep = json!([deep]);
+        }
+        pretty(&json!({"sessions": {"a": {"deep": deep}}}))
+    };
+    // The root is depth 0, `sessions` 1, the entry 2, `deep` 3: its innermost value is at 3 + arrays.
+    assert!(Canonical::scan(&nested(MAX_DEPTH - 3), &name("a")).is_some());
+    assert!(Canonical::scan(&nested(MAX_DEPTH - 2), &name("a")).is_none());
 }
