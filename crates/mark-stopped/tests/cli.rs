@@ -605,3 +605,21 @@ fn without_a_life_the_gen_stands_in_for_it_in_either_layout() {
         assert_eq!(baked.read_registry()["sessions"]["hook-x"]["died"], json!(3), "its own life (compact: {compact})");
     }
 }
+
+/// An entry that is not an object is there (nothing is written to it), unlike an absent one: its crash still gets
+/// its end record, in either layout of the registry.
+#[test]
+fn an_entry_that_is_not_an_object_is_not_an_absent_one() {
+    for compact in [false, true] {
+        let baked = Baked::dev();
+        let doc = json!({"version": 1, "sessions": {"hook-x": 3}});
+        let compact_bytes = serde_json::to_vec(&doc).unwrap();
+        let bytes = if compact { compact_bytes } else { registry::Document::parse(&compact_bytes).unwrap().to_bytes() };
+        fs::write(baked.registry(), &bytes).unwrap();
+        let g = baked.create_lease("hook-x");
+        baked.run(&["hook-x", "3", &g]);
+        assert_eq!(fs::read(baked.registry()).unwrap(), bytes, "compact: {compact}");
+        let lines = baked.log_lines();
+        assert_eq!((lines.len(), &lines[0]["outcome"]), (1, &json!("died:3")), "compact: {compact}: {lines:?}");
+    }
+}

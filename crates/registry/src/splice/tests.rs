@@ -91,6 +91,7 @@ fn anything_outside_the_plain_subset_goes_to_the_full_path() {
         "{\n  \"version\": 1\n}\n".to_owned(),
         "{\n  \"sessions\": []\n}\n".to_owned(),
         "[\n  1\n]\n".to_owned(),
+        "{}\n".to_owned(),
         // Indentation that ends in another byte, at the depths the one-word compare handles ('(' agrees with a
         // space in its low bits, so a compare of too few bits would take it).
         text.replace("\n  \"sessions\"", "\n (\"sessions\""),
