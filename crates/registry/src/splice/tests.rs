@@ -216,3 +216,11 @@ fn nesting_is_recognised_down_to_the_bound_and_not_below() {
     assert!(Canonical::scan(&nested(MAX_DEPTH - 3), &name("a")).is_some());
     assert!(Canonical::scan(&nested(MAX_DEPTH - 2), &name("a")).is_none());
 }
+
+/// The three literals are in the subset: an entry holding each is recognised and edited like the full path does.
+#[test]
+fn true_false_and_null_are_in_the_subset() {
+    let doc = pretty(&json!({"version": 1, "sessions": {"a": {"stopped": false, "ephemeral": true, "died": null}}}));
+    let fast = fast_path(&doc, &name("a"), "died", &json!(3));
+    assert_eq!(fast, Some(full_path(&doc, &name("a"), "died", &json!(3))));
+}
