@@ -69,18 +69,23 @@ fn parse_outcomes(text: &str) -> Option<Outcomes> {
         let name = mutant.get("name")?.as_str()?;
         let file = mutant.get("file")?.as_str()?;
         let package = mutant.get("package")?.as_str()?.to_owned();
-        outcomes.tested.push(Tested { package, key: key_of(name, file), fate });
+        let line = |span: Option<&Value>| span?.get("start")?.get("line")?.as_u64();
+        let at = line(mutant.get("span"))?;
+        let offset = line(mutant.get("function").and_then(|f| f.get("span"))).map(|start| at.saturating_sub(start));
+        outcomes.tested.push(Tested { package, key: key_of(name, file, offset), fate });
     }
     Some(outcomes)
 }
 
-/// A mutant's name without its line and column (`crates/x/src/a.rs: replace == with != in f`), so a listing
-/// survives edits elsewhere in the file.
-pub fn key_of(name: &str, file: &str) -> String {
+/// A mutant's name with its line and column replaced by the line's offset in its function
+/// (`crates/x/src/a.rs: replace == with != in f @2`): a listing survives edits elsewhere in the file, and two equal
+/// mutations in one function (on different lines) stay apart.
+pub fn key_of(name: &str, file: &str, offset: Option<u64>) -> String {
     let described = name.strip_prefix(file).and_then(|rest| rest.split_once(": ")).map(|(_, what)| what);
-    match described {
-        Some(what) => format!("{file}: {what}"),
-        None => name.to_owned(),
+    match (described, offset) {
+        (Some(what), Some(offset)) => format!("{file}: {what} @{offset}"),
+        (Some(what), None) => format!("{file}: {what}"),
+        (None, _) => name.to_owned(),
     }
 }
 
@@ -166,8 +171,11 @@ mod tests {
     use super::*;
 
     fn mutant(name: &str, file: &str, package: &str, summary: &str) -> Value {
+        let line: u64 = name.split(':').nth(1).unwrap().parse().unwrap();
         serde_json::json!({
-            "scenario": {"Mutant": {"name": name, "file": file, "package": package}},
+            "scenario": {"Mutant": {"name": name, "file": file, "package": package,
+                "span": {"start": {"line": line, "column": 1}},
+                "function": {"function_name": "f", "span": {"start": {"line": 1, "column": 1}}}}},
             "summary": summary,
         })
     }
@@ -175,12 +183,15 @@ mod tests {
     const FILE: &str = "crates/registry/src/atomic.rs";
 
     #[test]
-    fn keys_drop_line_and_column_only() {
+    fn keys_put_the_offset_in_the_function_for_line_and_column() {
         let name = "crates/registry/src/atomic.rs:60:36: replace == with != in create_temp";
-        assert_eq!(key_of(name, FILE), "crates/registry/src/atomic.rs: replace == with != in create_temp");
+        assert_eq!(key_of(name, FILE, Some(5)), "crates/registry/src/atomic.rs: replace == with != in create_temp @5");
         let with_colon = "crates/registry/src/atomic.rs:9:5: replace f -> io::Result<()> with Ok(())";
-        assert_eq!(key_of(with_colon, FILE), "crates/registry/src/atomic.rs: replace f -> io::Result<()> with Ok(())");
-        assert_eq!(key_of("odd name", FILE), "odd name");
+        assert_eq!(
+            key_of(with_colon, FILE, None),
+            "crates/registry/src/atomic.rs: replace f -> io::Result<()> with Ok(())"
+        );
+        assert_eq!(key_of("odd name", FILE, Some(1)), "odd name");
     }
 
     #[test]
@@ -200,7 +211,7 @@ mod tests {
         assert_eq!((outcomes.total, outcomes.tested()), (5, 4));
         let fates: Vec<Fate> = outcomes.tested.iter().map(|t| t.fate).collect();
         assert_eq!(fates, [Fate::Caught, Fate::Survived, Fate::Timeout, Fate::Unviable]);
-        assert_eq!(outcomes.tested[1].key, format!("{FILE}: b"));
+        assert_eq!(outcomes.tested[1].key, format!("{FILE}: b @1"));
 
         let failed =
             serde_json::json!({"total_mutants": 1, "outcomes": [{"scenario": "Baseline", "summary": "Failure"}]});
