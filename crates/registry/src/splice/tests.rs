@@ -224,3 +224,20 @@ fn true_false_and_null_are_in_the_subset() {
     let fast = fast_path(&doc, &name("a"), "died", &json!(3));
     assert_eq!(fast, Some(full_path(&doc, &name("a"), "died", &json!(3))));
 }
+
+/// The eight-at-a-time search stops exactly at the first quote, backslash or control character, wherever it sits
+/// in a word, and a run without one goes to the end.
+#[test]
+fn skip_plain_stops_at_the_first_special_byte_in_any_position() {
+    for special in [b'"', b'\\', 0x00, 0x1f] {
+        for at in 0..20 {
+            let mut bytes = vec![b'a'; 24];
+            bytes[at] = special;
+            bytes[at + 2] = b'"';
+            assert_eq!(skip_plain(&bytes, 0), at, "{special:#x} at {at}");
+            assert_eq!(skip_plain(&bytes, at + 1), at + 2);
+        }
+    }
+    assert_eq!(skip_plain(&[b' '; 19], 0), 19);
+    assert_eq!(skip_plain(&[0x7f, 0xc3, 0xa9, b'~', b'!', b'#', b'a', b'b', b'c'], 0), 9, "DEL and UTF-8 are plain");
+}
