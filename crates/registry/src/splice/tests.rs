@@ -229,15 +229,31 @@ fn true_false_and_null_are_in_the_subset() {
 /// in a word, and a run without one goes to the end.
 #[test]
 fn skip_plain_stops_at_the_first_special_byte_in_any_position() {
-    for special in [b'"', b'\\', 0x00, 0x1f] {
-        for at in 0..20 {
-            let mut bytes = vec![b'a'; 24];
-            bytes[at] = special;
-            bytes[at + 2] = b'"';
-            assert_eq!(skip_plain(&bytes, 0), at, "{special:#x} at {at}");
-            assert_eq!(skip_plain(&bytes, at + 1), at + 2);
+    // 24 bytes are three whole words; 21 leave five for the byte loop after them.
+    for len in [24, 21] {
+        for special in [b'"', b'\\', 0x00, 0x1f] {
+            for at in 0..len - 2 {
+                let mut bytes = vec![b'a'; len];
+                bytes[at] = special;
+                bytes[at + 2] = b'"';
+                assert_eq!(skip_plain(&bytes, 0), at, "{special:#x} at {at} of {len}");
+                assert_eq!(skip_plain(&bytes, at + 1), at + 2);
+            }
         }
     }
     assert_eq!(skip_plain(&[b' '; 19], 0), 19);
     assert_eq!(skip_plain(&[0x7f, 0xc3, 0xa9, b'~', b'!', b'#', b'a', b'b', b'c'], 0), 9, "DEL and UTF-8 are plain");
+}
+
+/// Duplicate keys are found by any path: two empty keys (whose tag must still not read as a free slot), and
+/// objects too large for the tag table, with and without a repeated key.
+#[test]
+fn has_duplicates_finds_empty_keys_and_works_past_the_table() {
+    assert!(has_duplicates(&mut [&b""[..], &b""[..]]));
+    assert!(!has_duplicates(&mut [&b""[..], &b"a"[..]]));
+    let names: Vec<String> = (0..40).map(|i| format!("key-{i}")).collect();
+    let mut keys: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+    assert!(!has_duplicates(&mut keys));
+    keys.push(b"key-7");
+    assert!(has_duplicates(&mut keys));
 }
