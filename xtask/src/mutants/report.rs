@@ -77,6 +77,12 @@ fn parse_outcomes(text: &str) -> Option<Outcomes> {
     Some(outcomes)
 }
 
+/// How many mutants a run set out to test: the length of its `mutants.json`.
+pub fn count_mutants(path: &Path) -> Option<usize> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str::<Value>(&text).ok()?.as_array().map(Vec::len)
+}
+
 /// A mutant's name with its line and column replaced by the line's offset in its function
 /// (`crates/x/src/a.rs: replace == with != in f @2`): a listing survives edits elsewhere in the file, and two equal
 /// mutations in one function (on different lines) stay apart.
