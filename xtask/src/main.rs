@@ -10,6 +10,7 @@ mod golden;
 mod install;
 mod intake_burst;
 mod man;
+mod mutants;
 mod powerloss;
 mod run;
 
@@ -27,7 +28,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run every check (setup, fmt, clippy, test, golden, nix, powerloss); the project's one test command.
+    /// Run every check (setup, fmt, clippy, test, golden, nix, powerloss, mutants); the project's one test command.
     Ci,
     /// Show the supervisor doing its main job for about 5 s in a private root and tmux server, then tear down.
     Demo {
@@ -70,8 +71,11 @@ enum Command {
     IntakeBurst(intake_burst::BurstArgs),
     /// Power losses under LazyFS over concurrent writers; check that nothing acknowledged was lost (issue 18).
     Powerloss(powerloss::PowerlossArgs),
+    /// Mutation testing (cargo-mutants) of every file .cargo/mutants.toml names; fails on a survivor that
+    /// docs/mutants.md does not list.
+    Mutants(mutants::MutantsArgs),
     /// Measure the quality bars of spec 90 (epilogue, tick, add, vanish, rmw, crash, faults, upgrade, intake,
-    /// golden) and write <target>/bench/report.json.
+    /// claims, golden) and write <target>/bench/report.json.
     Bench(bench::BenchArgs),
 }
 
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
         Command::Chaos(args) => chaos::run(&args),
         Command::IntakeBurst(args) => intake_burst::run(&args),
         Command::Powerloss(args) => powerloss::run(&args),
+        Command::Mutants(args) => mutants::run(&args),
     };
     ExitCode::from(code)
 }

@@ -257,9 +257,31 @@ mod tests {
         assert_eq!(parse_count("3"), Some(3));
         assert_eq!(parse_count("x"), None);
         assert_eq!(parse_count(""), None);
+        assert_eq!(parse_count("+5"), None, "digits only, though u64's parser takes a sign");
         assert_eq!(parse_count("99999999999999999999"), None);
         assert_eq!(canonical_object(Some("")), None);
         assert_eq!(canonical_object(Some("n/a")), None);
         assert_eq!(canonical_object(Some("4242")), Some("4242"));
+    }
+
+    #[test]
+    fn a_missing_log_has_no_lines_and_an_unreadable_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(HookLog::new(dir.path().join("none.jsonl")).tail(5).unwrap().is_empty());
+        std::fs::create_dir(dir.path().join("dir.jsonl")).unwrap();
+        assert!(HookLog::new(dir.path().join("dir.jsonl")).tail(5).is_err());
+    }
+
+    #[test]
+    fn the_temp_leftovers_of_the_log_are_removed_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = HookLog::new(dir.path().join("hook-sessions.jsonl"));
+        for name in ["hook-sessions.jsonl.tmp-ab12cd34", "hook-sessions.jsonl.tmp-zz99yy88", "other.tmp-ab12cd34"] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        assert_eq!(log.remove_temp_leftovers(), 2);
+        assert!(!dir.path().join("hook-sessions.jsonl.tmp-ab12cd34").exists());
+        assert!(dir.path().join("other.tmp-ab12cd34").exists());
+        assert_eq!(log.remove_temp_leftovers(), 0);
     }
 }

@@ -279,4 +279,13 @@ mod tests {
             assert!(Lease::parse(bad).is_none());
         }
     }
+
+    #[test]
+    fn a_lease_reads_its_topic_object_and_orphan_mark() {
+        let lease =
+            Lease::parse(br#"{"topic":"github:a/b","object":"42","orphanedAt":"2025-11-29T14:03:11Z"}"#).unwrap();
+        assert_eq!((lease.topic(), lease.object(), lease.orphaned()), (Some("github:a/b"), Some("42"), true));
+        let bare = Lease::parse(br#"{"topic":1,"orphanedAt":null}"#).unwrap();
+        assert_eq!((bare.topic(), bare.object(), bare.orphaned()), (None, None, false));
+    }
 }

@@ -278,4 +278,34 @@ mod tests {
         assert_eq!(lease.notification(), Notification::Nothing);
         assert!(lease.notified_at().is_none());
     }
+
+    /// N-8: `leases` and `ls` look for the marker at this one path.
+    #[test]
+    fn the_marker_is_on_outcome_json_in_the_state_directory() {
+        let marker = on_outcome_marker(std::path::Path::new("/h/.local/state/agent-box"));
+        assert_eq!(marker, std::path::Path::new("/h/.local/state/agent-box/on-outcome.json"));
+    }
+
+    /// N-6: due outcomes are tried oldest `endedAt` first, then by name; one lease's own pending outcome is the
+    /// one the whole listing gives for it.
+    #[test]
+    fn pending_outcomes_come_oldest_first_and_one_lease_reads_the_same() {
+        let (_tmp, leases, _) = dir();
+        let ended = |name: &str, clock: fn() -> i64| {
+            let name = SessionName::parse(name).unwrap();
+            leases.create(&name, "t", None, None).unwrap();
+            leases.clone().with_clock(clock).mark_outcome(&name, &Outcome::Vanished, &Expect::Any).unwrap();
+            name
+        };
+        let late = ended("hook-a", || 1_764_425_300);
+        let early = ended("hook-b", || 1_764_425_200);
+        let early_too = ended("hook-c", || 1_764_425_200);
+        let order: Vec<SessionName> = leases.pending_outcomes().into_iter().map(|p| p.name).collect();
+        assert_eq!(order, [early.clone(), early_too, late.clone()]);
+        let one = leases.pending_outcome(&late).unwrap();
+        assert_eq!((one.name, one.key), (late, leases.pending_outcomes()[2].key.clone()));
+        leases.create(&SessionName::parse("hook-open").unwrap(), "t", None, None).unwrap();
+        assert!(leases.pending_outcome(&SessionName::parse("hook-open").unwrap()).is_none());
+        assert!(leases.pending_outcome(&early).is_some());
+    }
 }

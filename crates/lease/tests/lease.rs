@@ -757,3 +757,169 @@ fn the_lease_of_an_older_life_of_a_listed_name_is_marked_and_swept() {
     assert_eq!((&line["how"], &line["outcome"]), (&json!("swept"), &json!("vanished")));
     assert!(fx.lease_file("hook-b").exists(), "the listed life's lease stays");
 }
+
+// Tests that kill mutants which survived this crate's other tests (docs/mutants.md).
+
+/// `restartedAt` and `orphanedAt` are the lease directory's clock, like every other time it writes.
+#[test]
+fn restart_and_orphan_marks_carry_the_clock_time() {
+    let fx = Fixture::new();
+    let dir = fx.dir().with_clock(at_t0);
+    let hook = name("hook-a");
+    let g = dir.create(&hook, "github:a/b", None, None).unwrap();
+    dir.record_restart(&hook, &Expect::Any, None).unwrap();
+    dir.mark_orphaned(&hook, &g).unwrap();
+    let lease: Value = serde_json::from_slice(&fs::read(fx.lease_file("hook-a")).unwrap()).unwrap();
+    assert_eq!(lease["restartedAt"], json!("2025-11-29T14:03:11Z"));
+    assert_eq!(lease["orphanedAt"], json!("2025-11-29T14:03:11Z"));
+}
+
+/// A lease path that cannot be read (here a directory) is unreadable, never absent; finishing it is an error.
+#[test]
+fn an_unreadable_lease_is_not_absent_and_cannot_be_cleared() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    dir.create(&name("hook-other"), "t", None, None).unwrap();
+    fs::create_dir(fx.lease_file("hook-a")).unwrap();
+    assert!(matches!(dir.read(&name("hook-a")), LeaseState::Unreadable));
+    assert!(dir.finish(&name("hook-a"), &EndHow::Rm, &Expect::Any, None).is_err());
+    assert!(fx.lease_file("hook-a").is_dir());
+}
+
+/// Finishing with the gen of another life is stale: the lease of the current life stays.
+#[test]
+fn finishing_another_gen_is_stale_and_keeps_the_lease() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    dir.create(&hook, "t", None, None).unwrap();
+    let other = Expect::Gen(Gen::random());
+    assert_eq!(dir.finish(&hook, &EndHow::Rm, &other, Some(&fx.log())).unwrap(), Changed::Stale);
+    assert!(fx.lease_file("hook-a").exists());
+    assert!(fx.log_lines().iter().all(|line| line["what"] != json!("end")), "no end record for a stale finish");
+}
+
+/// Two finishers of one lease: the one that gets the lock second finds it gone, and that is nothing to clear,
+/// not an error.
+#[test]
+fn a_lease_finished_by_another_while_waiting_for_the_lock_is_nothing_to_clear() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    dir.create(&hook, "t", None, None).unwrap();
+    let lock_file = fx.state.join("lease/.lock");
+    let held = HeldLock::acquire(&lock_file, Duration::ZERO).unwrap();
+    let worker = {
+        let (dir, hook) = (dir.clone(), hook.clone());
+        std::thread::spawn(move || dir.finish(&hook, &EndHow::Rm, &Expect::Any, None))
+    };
+    agent_box_tests::wait_until("the worker to wait for the lease lock", || fds_open_on(&lock_file) >= 2);
+    fs::remove_file(fx.lease_file("hook-a")).unwrap();
+    drop(held);
+    assert_eq!(worker.join().unwrap().unwrap(), Changed::NothingToClear);
+}
+
+/// A sweep with nothing due (a young unlisted lease, an old lease of the listed life) takes no lock, so a busy
+/// lease lock costs it nothing and is no error.
+#[test]
+fn a_sweep_with_nothing_due_takes_no_lock() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let own = dir.create(&name("hook-own"), "t", None, None).unwrap();
+    dir.create(&name("hook-young"), "t", None, None).unwrap();
+    set_mtime_back(&fx.lease_file("hook-own"), 3600);
+    let registry = format!(r#"{{"version":1,"sessions":{{"hook-own":{{"agent":"tool","life":"{own}"}}}}}}"#);
+    let listed = ListedNames::from_document(&Document::parse(registry.as_bytes()).unwrap());
+    let _held = HeldLock::acquire(&fx.state.join("lease/.lock"), Duration::ZERO).unwrap();
+    let report = dir.sweep(&listed, None);
+    assert!(report.error.is_none(), "{:?}", report.error);
+    assert!(report.swept.is_empty());
+}
+
+/// The sweep remembers a lease's gen until the file changes: a lease replaced by one of an older life (a new
+/// inode) is read again and swept.
+#[test]
+fn a_replaced_lease_is_read_again_by_the_sweep() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    let own = dir.create(&hook, "t", None, None).unwrap();
+    set_mtime_back(&fx.lease_file("hook-a"), 3600);
+    let registry = format!(r#"{{"version":1,"sessions":{{"hook-a":{{"agent":"tool","life":"{own}"}}}}}}"#);
+    let listed = ListedNames::from_document(&Document::parse(registry.as_bytes()).unwrap());
+    assert!(dir.sweep(&listed, None).swept.is_empty(), "the listed life's lease stays");
+    let older = format!(r#"{{"topic":"t","gen":"{}","outcome":null}}"#, Gen::random());
+    let staged = fx.state.join("lease/staged");
+    fs::write(&staged, older).unwrap();
+    fs::rename(&staged, fx.lease_file("hook-a")).unwrap();
+    set_mtime_back(&fx.lease_file("hook-a"), 3600);
+    assert_eq!(dir.sweep(&listed, None).swept, vec![hook]);
+}
+
+/// LS-8.4: `reaped` and `swept` of a name without a lease record nothing; `rm` of one still records its end.
+#[test]
+fn without_a_lease_only_an_end_other_than_reaped_or_swept_is_recorded() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    dir.create(&name("hook-other"), "t", None, None).unwrap();
+    for how in [EndHow::Reaped, EndHow::Swept] {
+        assert_eq!(dir.finish(&name("hook-a"), &how, &Expect::Any, Some(&fx.log())).unwrap(), Changed::NothingToClear);
+    }
+    assert!(fx.log_lines().is_empty(), "{:?}", fx.log_lines());
+    assert_eq!(
+        dir.finish(&name("hook-a"), &EndHow::Rm, &Expect::Any, Some(&fx.log())).unwrap(),
+        Changed::NothingToClear
+    );
+    let lines = fx.log_lines();
+    assert_eq!((lines.len(), &lines[0]["how"]), (1, &json!("rm")));
+}
+
+/// L-14: only the life that recorded a restart takes it back, and only while it is pending.
+#[test]
+fn a_restart_is_withdrawn_only_by_its_own_life_while_pending() {
+    let fx = Fixture::new();
+    let dir = fx.dir();
+    let hook = name("hook-a");
+    let g = dir.create(&hook, "t", None, None).unwrap();
+    assert_eq!(dir.withdraw_restart(&hook, &Expect::Gen(g.clone())).unwrap(), Changed::Stale, "nothing pending");
+    dir.record_restart(&hook, &Expect::Any, None).unwrap();
+    assert_eq!(dir.withdraw_restart(&hook, &Expect::Gen(Gen::random())).unwrap(), Changed::Stale, "another life");
+    assert_eq!(dir.note_absence(&hook, &Expect::Gen(g)).unwrap(), Changed::Restarted, "the mark stayed");
+}
+
+/// The refusal record's temp leftovers (a killed webhook-spawn's) are removed and counted; other files stay.
+#[test]
+fn the_refusal_record_s_temp_leftovers_are_removed_and_counted() {
+    let fx = Fixture::new();
+    let record = RefusalRecord::new(fx.state.join("webhook-spawn-refused.json"));
+    for leftover in ["webhook-spawn-refused.json.tmp-ab12cd34", "webhook-spawn-refused.json.tmp-zz99yy88"] {
+        fs::write(fx.state.join(leftover), b"{").unwrap();
+    }
+    fs::write(fx.state.join("sessions.json.tmp-ab12cd34"), b"{").unwrap();
+    assert_eq!(record.remove_temp_leftovers(), 2);
+    assert!(!fx.state.join("webhook-spawn-refused.json.tmp-ab12cd34").exists());
+    assert!(fx.state.join("sessions.json.tmp-ab12cd34").exists());
+    assert_eq!(record.remove_temp_leftovers(), 0);
+}
+
+/// LS-8.7's trim counts lines, not bytes: a log of exactly 400 long lines after the append stays whole.
+#[test]
+fn the_hook_log_is_trimmed_by_its_line_count_not_its_size() {
+    let fx = Fixture::new();
+    let path = fx.state.join("hook-sessions.jsonl");
+    let padding = "x".repeat(200);
+    let old: String = (0..399).map(|i| format!("{{\"n\":{i},\"pad\":\"{padding}\"}}\n")).collect();
+    fs::write(&path, &old).unwrap();
+    let hook = name("hook-a");
+    let record = SpawnRecord {
+        name: &hook,
+        topic: "github:x",
+        event: "issues",
+        object: None,
+        count: None,
+        intake: None,
+        claim: None,
+    };
+    assert!(matches!(fx.log().append_spawn(&record), Appended::Written));
+    assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 400);
+}

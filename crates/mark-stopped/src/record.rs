@@ -43,7 +43,7 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
         if outcome != Registry::Retry {
             break;
         }
-        if pass + 1 < PASSES {
+        if pauses_after(pass) {
             std::thread::sleep(PAUSE_BETWEEN_PASSES);
         }
     }
@@ -58,6 +58,12 @@ pub fn record(registry: &Path, state_dir: &Path, report: &Report) {
     } else {
         leases.record_death(&report.name, report.status, &report.expect, log)
     };
+}
+
+/// Whether pass `pass` (from 0) is followed by the pause: every pass but the last, so an epilogue whose passes all
+/// failed settles the lease without waiting once more for nothing.
+fn pauses_after(pass: usize) -> bool {
+    pass + 1 < PASSES
 }
 
 /// One pass: lock-free read, lock, re-read, decide, write, verify, release. The lock-free read already
@@ -135,7 +141,14 @@ fn write_and_verify(
         return Registry::Done;
     }
     let (key, value) = target;
-    match read_raw(registry) {
+    read_back(read_raw(registry), name, key, value)
+}
+
+/// The read-back of a file that is not byte for byte what this pass wrote (a writer that ignores the lock came in
+/// between): done when it is a valid registry whose entry holds the target (or that no longer lists the name),
+/// else another pass.
+fn read_back(after: Raw, name: &SessionName, key: &str, value: &Value) -> Registry {
+    match after {
         Raw::Bytes(after) => match ReadOutcome::from_bytes(&after) {
             ReadOutcome::Valid(after) if holds(&after, name, key, value) => Registry::Done,
             _ => Registry::Retry,
@@ -267,5 +280,27 @@ fn holds(doc: &Document, name: &SessionName, key: &str, value: &Value) -> bool {
     match doc.entry(name.as_str()) {
         Some(entry) => entry.get(key) == Some(value),
         None => !doc.contains(name.as_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_back_is_done_only_when_the_entry_holds_the_target() {
+        let main = SessionName::parse("main").unwrap();
+        let back = |bytes: &[u8]| read_back(Raw::Bytes(bytes.to_vec()), &main, "died", &Value::from(3));
+        assert!(back(br#"{"version":1,"sessions":{"main":{"died":3},"other":{}}}"#) == Registry::Done);
+        assert!(back(br#"{"version":1,"sessions":{"other":{}}}"#) == Registry::Done, "the entry was removed");
+        assert!(back(br#"{"version":1,"sessions":{"main":{"died":1}}}"#) == Registry::Retry);
+        assert!(back(b"{not json") == Registry::Retry);
+        assert!(read_back(Raw::Missing, &main, "died", &Value::from(3)) == Registry::Retry);
+    }
+
+    #[test]
+    fn every_pass_but_the_last_is_followed_by_the_pause() {
+        let pauses: Vec<bool> = (0..PASSES).map(pauses_after).collect();
+        assert_eq!(pauses, [true, true, false]);
     }
 }

@@ -117,6 +117,17 @@ fn help_exits_0_and_describes_the_argv() {
     Command::new(bin("agent-box-mark-stopped")).arg("--help").env_clear().assert().code(0).stdout(usage);
 }
 
+/// `--version` alone prints the version, as clap's does in the other programs.
+#[test]
+fn version_alone_prints_the_version() {
+    let expected = format!(
+        "agent-box-mark-stopped {}
+",
+        env!("CARGO_PKG_VERSION")
+    );
+    Command::new(bin("agent-box-mark-stopped")).arg("--version").env_clear().assert().code(0).stdout(expected);
+}
+
 // MS01
 #[test]
 fn unbaked_build_says_so_once_and_records_nothing() {
@@ -609,4 +620,66 @@ fn a_gen_report_without_life_changes_an_entry_without_life_only_for_its_own_leas
     baked.run(&["hook-x", "0", &g]);
     assert_eq!(baked.read_registry()["sessions"]["hook-x"]["stopped"], json!(true), "its own life's clean exit");
     assert!(!baked.lease("hook-x").exists());
+}
+
+/// L-6: a late report of an older life (the entry names another) changes nothing of the entry; it still settles
+/// the lease of its own gen, and without a gen it touches no lease at all.
+#[test]
+fn a_late_report_of_an_older_life_settles_only_the_lease_of_its_gen() {
+    let baked = Baked::dev();
+    let lease_gen = baked.create_lease("hook-x");
+    let (entry_life, old_life) = ("66666666-7777-4888-9999-aaaaaaaaaaaa", "11111111-2222-4333-8444-555555555555");
+    baked.write_registry(&json!({"version": 1, "sessions": {"hook-x": {"agent": "claude", "life": entry_life}}}));
+    let before = fs::read(baked.registry()).unwrap();
+    let outcome = || -> Value {
+        serde_json::from_slice::<Value>(&fs::read(baked.lease("hook-x")).unwrap()).unwrap()["outcome"].clone()
+    };
+    baked.run(&["hook-x", "3", "any", old_life]);
+    assert_eq!(outcome(), Value::Null, "no gen: no lease is settled");
+    baked.run(&["hook-x", "3", &lease_gen, old_life]);
+    assert_eq!(outcome(), json!("died:3"), "its own gen's lease is settled");
+    assert_eq!(fs::read(baked.registry()).unwrap(), before, "the entry of the newer life is untouched");
+}
+
+/// L-6: without LIFE, the GEN stands in for it against an entry that names a life: another life's entry is left
+/// alone, its own life's entry records the crash. The same in the workspace's own layout (`Document::to_bytes`,
+/// spliced) and in a compact one another writer may leave (parsed whole).
+#[test]
+fn without_a_life_the_gen_stands_in_for_it_in_either_layout() {
+    for compact in [false, true] {
+        let baked = Baked::dev();
+        let lease_gen = baked.create_lease("hook-x");
+        let write = |life: &str| {
+            let doc = json!({"version": 1, "sessions": {"hook-x": {"agent": "claude", "life": life}}});
+            let compact_bytes = serde_json::to_vec(&doc).unwrap();
+            let bytes =
+                if compact { compact_bytes } else { registry::Document::parse(&compact_bytes).unwrap().to_bytes() };
+            fs::write(baked.registry(), bytes).unwrap();
+        };
+        write("66666666-7777-4888-9999-aaaaaaaaaaaa");
+        let before = fs::read(baked.registry()).unwrap();
+        baked.run(&["hook-x", "3", &lease_gen]);
+        assert_eq!(fs::read(baked.registry()).unwrap(), before, "another life's entry (compact: {compact})");
+        write(&lease_gen);
+        baked.run(&["hook-x", "3", &lease_gen]);
+        assert_eq!(baked.read_registry()["sessions"]["hook-x"]["died"], json!(3), "its own life (compact: {compact})");
+    }
+}
+
+/// An entry that is not an object is there (nothing is written to it), unlike an absent one: its crash still gets
+/// its end record, in either layout of the registry.
+#[test]
+fn an_entry_that_is_not_an_object_is_not_an_absent_one() {
+    for compact in [false, true] {
+        let baked = Baked::dev();
+        let doc = json!({"version": 1, "sessions": {"hook-x": 3}});
+        let compact_bytes = serde_json::to_vec(&doc).unwrap();
+        let bytes = if compact { compact_bytes } else { registry::Document::parse(&compact_bytes).unwrap().to_bytes() };
+        fs::write(baked.registry(), &bytes).unwrap();
+        let g = baked.create_lease("hook-x");
+        baked.run(&["hook-x", "3", &g]);
+        assert_eq!(fs::read(baked.registry()).unwrap(), bytes, "compact: {compact}");
+        let lines = baked.log_lines();
+        assert_eq!((lines.len(), &lines[0]["outcome"]), (1, &json!("died:3")), "compact: {compact}: {lines:?}");
+    }
 }

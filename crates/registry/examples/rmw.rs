@@ -12,6 +12,8 @@ use registry::{Document, RegistryError, edit, lock_wait_from_env, with_lock};
 use serde_json::{Map, Value};
 
 fn main() -> ExitCode {
+    // As every front end does first (RG-7.6 item 3): an inherited lock descriptor is made close-on-exec.
+    registry::lock::protect_inherited_lock_fd();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (registry, key, count, own) = match args.as_slice() {
         [r, k, c] => (r, k, c, None),

@@ -76,9 +76,15 @@ fn fill_and_sync(mut file: File, parts: &[&[u8]]) -> io::Result<()> {
 }
 
 fn create_temp(target: &Path) -> io::Result<(PathBuf, File)> {
+    create_first_free(|| temp_path_for(target))
+}
+
+/// Creates the first of up to [`TEMP_TRIES`] names from `next` that does not exist yet (`O_EXCL`): a name taken
+/// by someone else is a collision, so the next one is tried; any other error ends the attempt.
+fn create_first_free(mut next: impl FnMut() -> PathBuf) -> io::Result<(PathBuf, File)> {
     let mut last_err = io::Error::new(io::ErrorKind::AlreadyExists, "no free temp name");
     for _ in 0..TEMP_TRIES {
-        let candidate = temp_path_for(target);
+        let candidate = next();
         match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&candidate) {
             Ok(file) => return Ok((candidate, file)),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last_err = err,
@@ -102,7 +108,11 @@ pub fn temp_path_for(target: &Path) -> PathBuf {
 /// epilogue, which costs more than the whole edit on a fast disk.)
 fn random_suffix() -> String {
     static CALLS: AtomicU64 = AtomicU64::new(0);
-    let mut bits = RandomState::new().hash_one((std::process::id(), CALLS.fetch_add(1, Ordering::Relaxed)));
+    suffix_of(RandomState::new().hash_one((std::process::id(), CALLS.fetch_add(1, Ordering::Relaxed))))
+}
+
+/// The suffix of 64 random bits: their first eight base-36 digits, lowest first, as characters of the alphabet.
+fn suffix_of(mut bits: u64) -> String {
     (0..TEMP_SUFFIX_LEN)
         .map(|_| {
             let index = usize::try_from(bits % 36).unwrap_or(0);
@@ -248,5 +258,105 @@ mod tests {
         assert_eq!(fs::metadata(&existing).unwrap().mode() & 0o777, 0o755);
         assert_eq!(fs::metadata(existing.join("a")).unwrap().mode() & 0o777, 0o700);
         assert_eq!(fs::metadata(&deep).unwrap().mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_taken_temp_name_is_a_collision_and_the_next_name_is_tried() {
+        let dir = tempfile::tempdir().unwrap();
+        let taken = dir.path().join("f.tmp-taken000");
+        fs::write(&taken, b"someone else's").unwrap();
+        let mut names = vec![taken.clone(), dir.path().join("f.tmp-free0000")].into_iter();
+        let (path, _file) = create_first_free(|| names.next().unwrap()).unwrap();
+        assert_eq!(path, dir.path().join("f.tmp-free0000"));
+        assert_eq!(fs::read(&taken).unwrap(), b"someone else's", "a taken name is never opened");
+    }
+
+    #[test]
+    fn only_a_collision_is_retried_and_every_name_taken_is_already_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        // A name in a missing directory fails with NotFound: no other name can help, so none is tried.
+        let mut names = vec![dir.path().join("no/f.tmp-aaaaaaaa"), dir.path().join("f.tmp-bbbbbbbb")].into_iter();
+        let err = create_first_free(|| names.next().unwrap()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(!dir.path().join("f.tmp-bbbbbbbb").exists());
+        let taken = dir.path().join("f.tmp-cccccccc");
+        fs::write(&taken, b"").unwrap();
+        let mut tries = 0;
+        let err = create_first_free(|| {
+            tries += 1;
+            taken.clone()
+        })
+        .unwrap_err();
+        assert_eq!((err.kind(), tries), (io::ErrorKind::AlreadyExists, TEMP_TRIES));
+    }
+
+    #[test]
+    fn a_suffix_is_eight_base_36_digits_lowest_first_over_the_whole_alphabet() {
+        assert_eq!(suffix_of(0), "aaaaaaaa");
+        assert_eq!(suffix_of(1), "baaaaaaa");
+        assert_eq!(suffix_of(35), "9aaaaaaa");
+        assert_eq!(suffix_of(36), "abaaaaaa");
+        assert_eq!(suffix_of(25 + 26 * 36 + 35 * 36 * 36), "z09aaaaa");
+        assert_eq!(suffix_of(36u64.pow(8) - 1), "99999999");
+        assert_eq!(suffix_of(36u64.pow(8)), "aaaaaaaa", "only eight digits are used");
+        assert!(is_temp_suffix(&random_suffix()));
+    }
+
+    #[test]
+    fn leftovers_are_exactly_the_temp_files_of_the_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.json");
+        for name in
+            ["f.json", "f.json.tmp-ab12cd34", "f.json.tmp-zz99yy88", "f.json.tmp-AB12cd34", "g.json.tmp-ab12cd34"]
+        {
+            fs::write(dir.path().join(name), b"").unwrap();
+        }
+        fs::create_dir(dir.path().join("f.json.tmp-dir00000")).unwrap();
+        let of = |names: &[&str]| names.iter().map(|n| dir.path().join(n)).collect::<Vec<_>>();
+        assert_eq!(temp_leftovers_of(&target), of(&["f.json.tmp-ab12cd34", "f.json.tmp-zz99yy88"]));
+        assert_eq!(
+            temp_leftovers_in(dir.path()),
+            of(&["f.json.tmp-ab12cd34", "f.json.tmp-zz99yy88", "g.json.tmp-ab12cd34"])
+        );
+        assert!(temp_leftovers_in(&dir.path().join("missing")).is_empty());
+    }
+
+    #[test]
+    fn a_file_where_a_directory_belongs_is_an_error() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("file");
+        fs::write(&file, b"keep").unwrap();
+        assert_eq!(ensure_private_dir(&file).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert!(ensure_private_dir(&file.join("below")).is_err());
+        assert_eq!(fs::read(&file).unwrap(), b"keep");
+    }
+
+    /// `new/..` exists only once `new` is made, so its own creation meets EEXIST for a directory: what a
+    /// concurrent creator of the same directory causes, without a race.
+    #[test]
+    fn a_directory_that_appears_before_it_is_created_is_accepted() {
+        let root = tempfile::tempdir().unwrap();
+        ensure_private_dir(&root.path().join("new/..")).unwrap();
+        assert!(root.path().join("new").is_dir());
+    }
+
+    #[test]
+    fn the_parent_of_a_bare_name_is_the_current_directory() {
+        assert_eq!(parent_dir(Path::new("f.json")), Path::new("."));
+        assert_eq!(parent_dir(Path::new("/")), Path::new("."));
+        assert_eq!(parent_dir(Path::new("/d/f.json")), Path::new("/d"));
+        assert_eq!(parent_dir(Path::new("d/f.json")), Path::new("d"));
+    }
+
+    #[test]
+    fn only_no_such_file_is_absence() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join("file");
+        fs::write(&file, b"").unwrap();
+        std::os::unix::fs::symlink(root.path().join("nowhere"), root.path().join("dangling")).unwrap();
+        assert!(is_absent(&root.path().join("missing")));
+        assert!(!is_absent(&file));
+        assert!(!is_absent(&root.path().join("dangling")), "a dangling symlink is there");
+        assert!(!is_absent(&file.join("below")), "ENOTDIR is an error, not absence");
     }
 }

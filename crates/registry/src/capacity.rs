@@ -193,8 +193,18 @@ mod tests {
         {
             assert!(matches!(limit_with(Some("auto"), bad_mem), Err(CapacityError::Limit(_))), "{bad_mem:?}");
         }
+    }
+
+    #[test]
+    fn an_unreadable_limit_file_fails_closed_even_where_auto_would_admit() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(read_limit(dir.path(), Path::new("/nonexistent")).is_err(), "unreadable limit file fails closed");
+        let meminfo = dir.path().join("meminfo");
+        std::fs::write(&meminfo, "MemTotal: 8388608 kB\n").unwrap();
+        let err = read_limit(dir.path(), &meminfo).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with(&format!("cannot check session capacity: cannot read {}", dir.path().display()))
+        );
     }
 
     #[test]

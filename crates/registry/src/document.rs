@@ -494,4 +494,56 @@ mod tests {
         assert_eq!(plain["workingDirectory"], Value::Null);
         assert_eq!(plain["extraArgs"], serde_json::json!([]));
     }
+
+    #[test]
+    fn only_json_true_makes_an_entry_ephemeral_or_launched() {
+        use serde_json::json;
+        let flags = |value: Value| {
+            let entry = value.as_object().cloned().unwrap();
+            (Entry::of(&entry).ephemeral(), Entry::of(&entry).has_run())
+        };
+        assert_eq!(flags(json!({"ephemeral": true, "hasRun": true})), (true, true));
+        assert_eq!(flags(json!({"ephemeral": true})), (true, false));
+        assert_eq!(flags(json!({"hasRun": true})), (false, true));
+        assert_eq!(flags(json!({"ephemeral": "true", "hasRun": 1})), (false, false));
+        assert_eq!(flags(json!({})), (false, false));
+    }
+
+    /// Each typed view reads its key as the launch needs it: strings only when non-empty (or any string for the
+    /// prompts), the two opt-outs true unless literally false.
+    #[test]
+    fn entry_views_read_their_keys() {
+        use serde_json::json;
+        let full = json!({
+            "skipPermissions": false, "remoteControl": false, "remoteControlName": "rc",
+            "workingDirectory": "src", "initialPrompt": "go", "resumePrompt": "again",
+            "boxSessionId": "11111111-2222-4333-8444-555555555555", "origin": "webhook",
+            "life": "66666666-7777-4888-9999-aaaaaaaaaaaa", "profile": "p_1-x",
+        });
+        let full = full.as_object().cloned().unwrap();
+        let entry = Entry::of(&full);
+        assert!(!entry.skip_permissions() && !entry.remote_control());
+        assert_eq!((entry.remote_control_name(), entry.working_directory()), (Some("rc"), Some("src")));
+        assert_eq!((entry.initial_prompt(), entry.resume_prompt()), (Some("go"), Some("again")));
+        assert_eq!(entry.box_session_id(), Some("11111111-2222-4333-8444-555555555555"));
+        assert_eq!((entry.origin(), entry.profile()), (Some("webhook"), Some("p_1-x")));
+        assert_eq!(entry.life(), Some("66666666-7777-4888-9999-aaaaaaaaaaaa"));
+        let odd = json!({
+            "skipPermissions": "false", "remoteControl": 0, "remoteControlName": "", "workingDirectory": "",
+            "initialPrompt": "", "boxSessionId": "not-a-uuid", "life": "x", "profile": "a b",
+        });
+        let odd = odd.as_object().cloned().unwrap();
+        let entry = Entry::of(&odd);
+        assert!(entry.skip_permissions() && entry.remote_control());
+        assert_eq!((entry.remote_control_name(), entry.working_directory()), (None, None));
+        assert_eq!((entry.initial_prompt(), entry.resume_prompt()), (Some(""), None));
+        assert_eq!((entry.box_session_id(), entry.life(), entry.profile(), entry.origin()), (None, None, None, None));
+    }
+
+    #[test]
+    fn contains_names_exactly_the_listed_keys() {
+        let doc = Document::parse(br#"{"version":1,"sessions":{"a":{},"odd":3}}"#).unwrap();
+        assert!(doc.contains("a") && doc.contains("odd"));
+        assert!(!doc.contains("b"));
+    }
 }

@@ -126,9 +126,14 @@ impl Poll {
         if waited >= self.wait {
             return Err(LockRefusal::TimedOut(self.wait));
         }
-        std::thread::sleep(self.pause.min(self.wait - waited));
+        std::thread::sleep(self.pause_after(waited));
         self.pause = (self.pause * 2).min(LONGEST_POLL);
         Ok(())
+    }
+
+    /// The next pause, cut so that the last attempt comes when `wait` is over, not a whole pause later.
+    fn pause_after(&self, waited: Duration) -> Duration {
+        self.pause.min(self.wait - waited)
     }
 }
 
@@ -401,8 +406,53 @@ mod tests {
     #[test]
     fn inherited_fd_values_are_checked_before_use() {
         assert_eq!(parse_inherited_fd("7"), Some(7));
-        for bad in ["", "2", "-3", "x", "07x", "99999999999999"] {
+        for bad in ["", "2", "-3", "+7", "x", "07x", "99999999999999"] {
             assert_eq!(parse_inherited_fd(bad), None, "{bad}");
         }
+    }
+
+    /// `ls` asks whether a supervisor runs: held, free, missing (false) and unopenable (an error, never "no").
+    #[test]
+    fn is_held_tells_held_from_free_from_missing_and_fails_on_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        assert!(!is_held(&path).unwrap(), "missing");
+        let inside = with_file_lock(&path, Duration::ZERO, false, |_| is_held(&path)).unwrap();
+        assert!(inside.unwrap(), "held by another open file description");
+        assert!(!is_held(&path).unwrap(), "free again");
+        std::fs::write(dir.path().join("file"), b"").unwrap();
+        assert!(is_held(&dir.path().join("file/s.lock")).is_err(), "ENOTDIR is an error");
+    }
+
+    #[test]
+    fn the_last_pause_ends_when_the_wait_does() {
+        let poll = |pause, wait| Poll { start: Instant::now(), pause, wait };
+        let ms = Duration::from_millis;
+        assert_eq!(poll(ms(100), ms(10)).pause_after(ms(9)), ms(1));
+        assert_eq!(poll(ms(5), ms(1000)).pause_after(ms(0)), ms(5));
+    }
+
+    /// The proof lent to a section names the descriptor that holds the lock file.
+    #[test]
+    fn the_section_s_descriptor_is_open_on_the_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = dir.path().join("sessions.json");
+        let stat = with_lock(&registry, Duration::ZERO, LockPolicy::SUPERVISOR, |guard| {
+            let fd = borrow_open_fd(guard.raw_fd()).unwrap();
+            nix::sys::stat::fstat(fd).map(|st| (st.st_dev, st.st_ino)).unwrap()
+        })
+        .unwrap();
+        let meta = std::fs::metadata(lock_path_of(&registry)).unwrap();
+        assert_eq!(stat, (meta.dev(), meta.ino()));
+    }
+
+    /// An open descriptor is lent whatever its flags (std opens with close-on-exec); a closed one never.
+    #[test]
+    fn only_an_open_descriptor_is_borrowed() {
+        let file = std::fs::File::open("/dev/null").unwrap();
+        assert!(borrow_open_fd(file.as_raw_fd()).is_some());
+        let raw = file.as_raw_fd();
+        drop(file);
+        assert!(borrow_open_fd(raw).is_none());
     }
 }

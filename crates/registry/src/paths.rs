@@ -215,6 +215,33 @@ mod tests {
             PathBuf::from("/home/agent/.local/state/local-webhook/filter.agent-main.json")
         );
         assert_eq!(paths.codex_wake(&name), PathBuf::from("/home/agent/.local/state/agent-box/codex-wake/agent-main"));
+        let state = Path::new("/home/agent/.local/state/agent-box");
+        assert_eq!(
+            paths.supervisor_lock(),
+            PathBuf::from("/home/agent/.config/agent-box/sessions.json.supervisor.lock")
+        );
+        assert_eq!(paths.launch_file(&name), state.join("session/main.launch"));
+        assert_eq!(paths.live_id_dir(), state.join("live-session-id"));
+        assert_eq!(paths.lease_dir(), state.join("lease"));
+        assert_eq!(paths.hook_log(), state.join("hook-sessions.jsonl"));
+        assert_eq!(paths.refusal_record(), state.join("webhook-spawn-refused.json"));
+        assert_eq!(paths.tmux_wake(), state.join("tmux-wake"));
+    }
+
+    /// The passwd name of the real uid, checked against /etc/passwd read by hand.
+    #[test]
+    fn the_passwd_name_is_the_real_uid_s_entry() {
+        let uid = nix::unistd::getuid().as_raw().to_string();
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let expected = passwd
+            .lines()
+            .map(|line| line.split(':').collect::<Vec<_>>())
+            .find_map(|fields| (fields.get(2) == Some(&uid.as_str())).then(|| fields[0].to_owned()));
+        let Some(expected) = expected else {
+            println!("SKIP: uid {uid} has no line in /etc/passwd (a directory service); nothing to compare with");
+            return;
+        };
+        assert_eq!(passwd_name(), Some(expected));
     }
 
     #[test]

@@ -137,4 +137,25 @@ mod tests {
         assert!(matches!(read(&file), ReadOutcome::Invalid(_)));
         assert!(matches!(read(dir.path()), ReadOutcome::Unreadable(_)), "a directory is unreadable");
     }
+
+    #[test]
+    fn missing_and_empty_read_as_the_empty_document_and_only_those() {
+        let valid = Document::parse(br#"{"version":1,"sessions":{"a":{}}}"#).unwrap();
+        assert_eq!(ReadOutcome::Missing.document_or_empty(), Some(Document::empty()));
+        assert_eq!(ReadOutcome::Empty.document_or_empty(), Some(Document::empty()));
+        assert_eq!(ReadOutcome::Valid(valid.clone()).document_or_empty(), Some(valid));
+        assert_eq!(ReadOutcome::Invalid("x".into()).document_or_empty(), None);
+        assert_eq!(ReadOutcome::Unreadable(io::Error::other("x")).document_or_empty(), None);
+    }
+
+    /// A missing file holds nothing; a path that cannot be opened for another reason is an error, not a "no".
+    #[test]
+    fn holds_exactly_reads_missing_as_false_and_other_errors_as_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"ab").unwrap();
+        assert!(holds_exactly(&file, &[b"a", b"b"]).unwrap());
+        assert!(!holds_exactly(&dir.path().join("missing"), &[b""]).unwrap());
+        assert!(holds_exactly(&file.join("below"), &[b""]).is_err());
+    }
 }

@@ -107,4 +107,19 @@ mod tests {
         let died_null = map(json!({"died": null}));
         assert_eq!(decide_for(&died_null, true, true), Action::Running);
     }
+
+    /// The side file is read exactly when the decision depends on it: wherever `needs_launch_state` is false,
+    /// `launched` changes nothing, and where it is true it tells D10 from D11/D12.
+    #[test]
+    fn the_launch_state_is_needed_exactly_where_it_changes_the_action() {
+        let entries =
+            [json!({}), json!({"died": 1}), json!({"stopped": true}), json!({"stopped": true, "ephemeral": true})];
+        for entry in entries.map(map) {
+            for pane_present in [false, true] {
+                let differs = decide_for(&entry, pane_present, true) != decide_for(&entry, pane_present, false);
+                let needed = needs_launch_state(Entry::of(&entry), pane_present);
+                assert_eq!(needed, differs, "{entry:?}, pane present: {pane_present}");
+            }
+        }
+    }
 }

@@ -516,3 +516,161 @@ fn a_failed_report_of_an_expired_batch_backs_off_in_its_row() {
     assert_eq!(lines_with(&supervisor, "could not report the expired batch '72d3162e-fails'"), 1);
     assert!(supervisor.log().lines().iter().any(|l| l.contains("\"no network\"")), "{:?}", supervisor.log().lines());
 }
+
+/// N-5: the backoff belongs to the outcome that failed; a new outcome of the same name (the lease revived by a
+/// restart, then ended again) is reported at once, not after the old outcome's wait.
+#[test]
+fn n_5_a_new_outcome_of_the_name_is_tried_without_the_old_outcome_s_backoff() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; [ -f "$OUT/ok" ] || exit 4"#);
+    world.ended_lease("github:acme/api", &Outcome::Stopped);
+    let t0 = base::time::now_epoch();
+    CLOCK.store(t0, Ordering::SeqCst);
+    let mut supervisor = world.supervisor(None).with_clock(clock);
+    tick_until(&mut supervisor, "the first failure", || {
+        world.notification() == Notification::Pending { attempts: 1, next_at: Some(t0 + 10) }
+    });
+    let name = SessionName::parse(NAME).unwrap();
+    world.leases().record_restart(&name, &Expect::Any, None).unwrap();
+    world.leases().mark_outcome(&name, &Outcome::Died(1), &Expect::Any).unwrap();
+    fs::write(world.out().join("ok"), "").unwrap();
+    tick_until(&mut supervisor, "the delivery of died:1 at t0", || delivered(&world));
+    assert_eq!(world.lease().unwrap().outcome(), Some(Outcome::Died(1)));
+}
+
+/// N-5: a failure the lease could not record (its lock busy) still backs off: the supervisor remembers the
+/// attempt and its next time, and the second attempt counts the first.
+#[test]
+fn n_5_a_failure_the_lease_could_not_record_still_backs_off() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; exit 4"#);
+    world.ended_lease("github:acme/api", &Outcome::Stopped);
+    let t0 = base::time::now_epoch();
+    CLOCK.store(t0, Ordering::SeqCst);
+    let mut supervisor = world.supervisor(None).with_clock(clock);
+    let held =
+        agent_box_tests::HeldLock::acquire(&world.state().join("lease/.lock"), std::time::Duration::ZERO).unwrap();
+    wait_until("the first failure", || {
+        supervisor.tick();
+        lines_with(&supervisor, "could not report the outcome") == 1
+    });
+    drop(held);
+    assert_eq!(world.notification(), Notification::Pending { attempts: 0, next_at: None }, "not recorded");
+    for _ in 0..3 {
+        supervisor.tick();
+    }
+    CLOCK.store(t0 + 10, Ordering::SeqCst);
+    tick_until(&mut supervisor, "the second failure, recorded", || {
+        world.notification() == Notification::Pending { attempts: 2, next_at: Some(t0 + 30) }
+    });
+    assert_eq!(world.runs(), 2, "no attempt before the remembered next time");
+}
+
+/// N-5, one line per streak: a streak ends when its outcome is no longer pending (here revived by a restart), so
+/// the failures of the name's next outcome are said again.
+#[test]
+fn n_5_the_next_outcome_of_a_name_starts_a_new_streak() {
+    let world = World::new();
+    world.notifier(r#"echo run >> "$OUT/runs"; exit 4"#);
+    world.ended_lease("github:acme/api", &Outcome::Stopped);
+    let mut supervisor = world.supervisor(None);
+    wait_until("the first failure", || {
+        supervisor.tick();
+        lines_with(&supervisor, "could not report the outcome") == 1
+    });
+    let name = SessionName::parse(NAME).unwrap();
+    world.leases().record_restart(&name, &Expect::Any, None).unwrap();
+    supervisor.tick();
+    world.leases().mark_outcome(&name, &Outcome::Died(1), &Expect::Any).unwrap();
+    wait_until("the failure of died:1, said", || {
+        supervisor.tick();
+        lines_with(&supervisor, &format!("could not report the outcome of '{NAME}' (died:1)")) == 1
+    });
+}
+
+/// N-2: the spawn record is this name's own `spawn` line written no later than the lease's claim: not a newer line
+/// of another name, not another kind of line of this name, not the spawn of a later life.
+#[test]
+fn n_2_the_spawn_record_is_the_name_s_own_spawn_line_up_to_the_claim() {
+    fn at_claim() -> i64 {
+        1_764_424_991
+    }
+    let world = World::new();
+    world.notifier(r#"cat > "$OUT/doc.json""#);
+    let name = SessionName::parse(NAME).unwrap();
+    let leases = world.leases().with_clock(at_claim);
+    let lease_gen = leases.create(&name, "github:acme/api", None, None).unwrap();
+    leases.mark_outcome(&name, &Outcome::Vanished, &Expect::Any).unwrap();
+    let registry = serde_json::json!({"version": 1, "sessions": {NAME: {"agent": "tool", "stopped": true,
+        "life": lease_gen.to_string()}}});
+    fs::write(world.home().join(".config/agent-box/sessions.json"), registry.to_string()).unwrap();
+    let (claim, later) = ("2025-11-29T14:03:11Z", "2025-11-29T14:04:11Z");
+    let lines = [
+        serde_json::json!({"at": claim, "what": "spawn", "name": NAME, "event": "issues"}),
+        serde_json::json!({"at": claim, "what": "spawn", "name": "hook-other-0000", "event": "push"}),
+        serde_json::json!({"at": claim, "what": "end", "name": NAME, "how": "rm"}),
+        serde_json::json!({"at": later, "what": "spawn", "name": NAME, "event": "later-life"}),
+    ];
+    let log: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    fs::write(world.state().join("hook-sessions.jsonl"), log).unwrap();
+    let mut supervisor = world.supervisor(None);
+    tick_until(&mut supervisor, "the delivery", || delivered(&world));
+    let doc: Value = serde_json::from_str(&fs::read_to_string(world.out().join("doc.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&doc["spawn"]["what"], &doc["spawn"]["event"]),
+        (&Value::from("spawn"), &Value::from("issues")),
+        "{doc}"
+    );
+}
+
+/// N-4: a delivery whose record could not be written at once (the lease lock busy) is recorded at a later tick
+/// and said once, naming the program; it is never run again.
+#[test]
+fn n_4_a_delivery_recorded_late_is_said_once_and_names_the_program() {
+    let world = World::new();
+    let program = world.notifier(r#"cat >/dev/null; echo run >> "$OUT/runs""#);
+    world.ended_lease("github:acme/api", &Outcome::Died(3));
+    let mut supervisor = world.supervisor(None);
+    let held =
+        agent_box_tests::HeldLock::acquire(&world.state().join("lease/.lock"), std::time::Duration::ZERO).unwrap();
+    wait_until("the delivery, unrecorded", || {
+        supervisor.tick();
+        lines_with(&supervisor, "reported the outcome") == 1
+    });
+    assert!(!delivered(&world));
+    drop(held);
+    tick_until(&mut supervisor, "the record of the delivery", || delivered(&world));
+    supervisor.tick();
+    let said = format!("reported the outcome of '{NAME}' (died:3) to {}", program.display());
+    assert_eq!((lines_with(&supervisor, "reported the outcome"), lines_with(&supervisor, &said)), (1, 1));
+    assert_eq!(world.runs(), 1);
+}
+
+/// N-3 at stop and `--once`: a notifier still running gets its grace to end, and what it did is recorded.
+#[test]
+fn n_3_settling_waits_for_a_running_notifier_within_its_grace_and_records_it() {
+    let world = World::new();
+    world.notifier(r#"cat >/dev/null; sleep 1; echo run >> "$OUT/runs""#);
+    world.ended_lease("github:acme/api", &Outcome::Vanished);
+    let mut supervisor = world.supervisor(None);
+    supervisor.tick();
+    supervisor.settle_notifier(agent_box_tests::wait::deadline());
+    assert!(delivered(&world), "{:?}", world.notification());
+    assert_eq!(world.runs(), 1);
+}
+
+/// N-3 at stop and `--once`: a notifier that outlasts the grace is killed (nothing of it is left running) and
+/// its outcome stays pending for the next supervisor, no failure recorded.
+#[test]
+fn n_3_settling_kills_a_notifier_that_outlasts_its_grace_and_leaves_the_outcome_pending() {
+    let world = World::new();
+    world.notifier(r#"echo $$ > "$OUT/pid"; exec sleep 600"#);
+    world.ended_lease("github:acme/api", &Outcome::Vanished);
+    let mut supervisor = world.supervisor(None);
+    supervisor.tick();
+    wait_until("the notifier to run", || fs::read_to_string(world.out().join("pid")).is_ok_and(|p| p.ends_with('\n')));
+    let pid = fs::read_to_string(world.out().join("pid")).unwrap().trim().to_owned();
+    supervisor.settle_notifier(std::time::Duration::from_millis(200));
+    assert!(!Path::new(&format!("/proc/{pid}")).exists(), "the notifier {pid} was killed and reaped");
+    assert_eq!(world.notification(), Notification::Pending { attempts: 0, next_at: None });
+}

@@ -1,4 +1,4 @@
-//! `cargo xtask ci`: the one test command (spec 70 §2). Seven steps in a fixed order; every step runs even
+//! `cargo xtask ci`: the one test command (spec 70 §2). Eight steps in a fixed order; every step runs even
 //! after an earlier one failed, so a formatting slip cannot hide a test failure (CI-2.3).
 
 pub mod nix;
@@ -25,9 +25,11 @@ enum Step {
     Golden,
     Nix,
     Powerloss,
+    Mutants,
 }
 
-const STEPS: [Step; 7] = [Step::Setup, Step::Fmt, Step::Clippy, Step::Test, Step::Golden, Step::Nix, Step::Powerloss];
+const STEPS: [Step; 8] =
+    [Step::Setup, Step::Fmt, Step::Clippy, Step::Test, Step::Golden, Step::Nix, Step::Powerloss, Step::Mutants];
 
 /// Crashes of the ci run of `cargo xtask powerloss`: every crash point comes up twice (about 100 s with the queue box).
 const CI_CRASHES: usize = 20;
@@ -42,6 +44,7 @@ impl Step {
             Step::Golden => "golden",
             Step::Nix => "nix",
             Step::Powerloss => "powerloss",
+            Step::Mutants => "mutants",
         }
     }
 
@@ -55,6 +58,8 @@ impl Step {
             Step::Golden => crate::golden::check_step().map_err(|code| Failed(code.into())),
             Step::Nix => nix::run(),
             Step::Powerloss => powerloss(),
+            // The mutants of the lines the branch changed, bounded in time (docs/mutants.md).
+            Step::Mutants => crate::mutants::ci_step(),
         }
     }
 
@@ -63,6 +68,9 @@ impl Step {
         match self {
             Step::Fmt => Some("hint: run cargo fmt --all"),
             Step::Golden => Some("hint: run cargo xtask golden --bless, review the diff, commit golden/"),
+            Step::Mutants => {
+                Some("hint: kill each survivor with a test, or list it in docs/mutants.md with its reason")
+            }
             _ => None,
         }
     }
@@ -179,13 +187,15 @@ mod tests {
     #[test]
     fn steps_are_in_spec_order_with_spec_names() {
         let names: Vec<&str> = STEPS.iter().map(|s| s.name()).collect();
-        assert_eq!(names, ["setup", "fmt", "clippy", "test", "golden", "nix", "powerloss"]);
+        assert_eq!(names, ["setup", "fmt", "clippy", "test", "golden", "nix", "powerloss", "mutants"]);
     }
 
+    // CI-2.3 for fmt and golden
     #[test]
-    fn fmt_and_golden_have_the_hints_of_ci_2_3() {
+    fn fmt_golden_and_mutants_have_hints() {
         assert_eq!(Step::Fmt.hint(), Some("hint: run cargo fmt --all"));
         assert_eq!(Step::Golden.hint(), Some("hint: run cargo xtask golden --bless, review the diff, commit golden/"));
-        assert!(STEPS.iter().filter(|s| s.hint().is_some()).count() == 2);
+        assert!(Step::Mutants.hint().is_some_and(|hint| hint.contains("docs/mutants.md")));
+        assert!(STEPS.iter().filter(|s| s.hint().is_some()).count() == 3);
     }
 }

@@ -91,3 +91,65 @@ fn edit_creates_a_private_file_and_directory_and_leaves_others_alone() {
     assert!(read(&dir.path().join("missing")).unwrap().is_none());
     assert!(matches!(read(dir.path()), Err(StoreError::NotAFile(_))));
 }
+
+/// The store every pane loads and the settings daemon writes is `~/.config/agent-box/env` (docs/env-store.md).
+#[test]
+fn the_store_is_config_agent_box_env_under_home() {
+    assert_eq!(store_path(Path::new("/home/agent")), Path::new("/home/agent/.config/agent-box/env"));
+}
+
+/// `env set KEY` asks on the terminal: the typed line (without its newline) is the answer, echo is off while it is
+/// typed, and the terminal's mode is restored afterwards.
+#[test]
+fn a_line_is_read_from_the_terminal_with_echo_off_and_the_mode_restored() {
+    use nix::sys::termios::{LocalFlags, tcgetattr};
+    use std::io::Write as _;
+    use std::os::fd::AsFd;
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    let before = tcgetattr(pty.slave.as_fd()).unwrap().local_flags.contains(LocalFlags::ECHO);
+    let mut echo_while_asking = None;
+    let line = read_line_without_echo(pty.slave.as_fd(), || {
+        echo_while_asking = Some(tcgetattr(pty.slave.as_fd()).unwrap().local_flags.contains(LocalFlags::ECHO));
+        master.write_all(b"s3cret value\n").unwrap();
+    })
+    .unwrap();
+    assert_eq!(line, b"s3cret value");
+    assert_eq!(echo_while_asking, Some(false));
+    assert!(before, "a new terminal echoes");
+    assert_eq!(tcgetattr(pty.slave.as_fd()).unwrap().local_flags.contains(LocalFlags::ECHO), before);
+}
+
+/// Issue 18: only "no such file" is a missing store; a path that cannot be opened for another reason is an error.
+#[test]
+fn a_store_that_cannot_be_opened_is_an_error_not_absence() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"").unwrap();
+    assert!(matches!(read(&file.join("env")), Err(StoreError::Read { .. })));
+}
+
+#[test]
+fn contains_tells_a_set_key_from_a_missing_one() {
+    let store = Store::parse(b"# comment\nA=1\n");
+    assert!(store.contains("A"));
+    assert!(!store.contains("B") && !store.contains("# comment"));
+}
+
+/// A store of exactly `MAX_BYTES` is read whole, to its last byte; one byte more is refused.
+#[test]
+fn the_size_bound_is_max_bytes_inclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("env");
+    let last = b"Z=9";
+    let filler = usize::try_from(MAX_BYTES).unwrap() - last.len();
+    let mut bytes = vec![b'#'; filler - 1];
+    bytes.push(b'\n');
+    bytes.extend_from_slice(last);
+    std::fs::write(&path, &bytes).unwrap();
+    let store = read(&path).unwrap().unwrap();
+    assert_eq!(store.pairs().get("Z").map(Vec::as_slice), Some(&b"9"[..]));
+    bytes.insert(0, b'#');
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(matches!(read(&path), Err(StoreError::TooLarge(_))));
+}

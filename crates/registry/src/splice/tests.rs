@@ -91,6 +91,11 @@ fn anything_outside_the_plain_subset_goes_to_the_full_path() {
         "{\n  \"version\": 1\n}\n".to_owned(),
         "{\n  \"sessions\": []\n}\n".to_owned(),
         "[\n  1\n]\n".to_owned(),
+        "{}\n".to_owned(),
+        // Indentation that ends in another byte, at the depths the one-word compare handles ('(' agrees with a
+        // space in its low bits, so a compare of too few bits would take it).
+        text.replace("\n  \"sessions\"", "\n (\"sessions\""),
+        text.replace("\n    \"a\"", "\n   (\"a\""),
     ];
     for variant in &variants {
         assert!(Canonical::scan(variant.as_bytes(), &name("a")).is_none(), "recognised: {variant:?}");
@@ -195,4 +200,61 @@ fn random_registries_give_the_full_paths_bytes_whenever_recognised() {
         }
     }
     assert!(recognised * 4 > total, "seed {seed}: only {recognised} of {total} recognised");
+}
+
+/// The subset allows nesting down to [`MAX_DEPTH`] (the innermost value at that depth) and no further.
+#[test]
+fn nesting_is_recognised_down_to_the_bound_and_not_below() {
+    let nested = |arrays: usize| {
+        let mut deep = json!(1);
+        for _ in 0..arrays {
+            deep = json!([deep]);
+        }
+        pretty(&json!({"sessions": {"a": {"deep": deep}}}))
+    };
+    // The root is depth 0, `sessions` 1, the entry 2, `deep` 3: its innermost value is at 3 + arrays.
+    assert!(Canonical::scan(&nested(MAX_DEPTH - 3), &name("a")).is_some());
+    assert!(Canonical::scan(&nested(MAX_DEPTH - 2), &name("a")).is_none());
+}
+
+/// The three literals are in the subset: an entry holding each is recognised and edited like the full path does.
+#[test]
+fn true_false_and_null_are_in_the_subset() {
+    let doc = pretty(&json!({"version": 1, "sessions": {"a": {"stopped": false, "ephemeral": true, "died": null}}}));
+    let fast = fast_path(&doc, &name("a"), "died", &json!(3));
+    assert_eq!(fast, Some(full_path(&doc, &name("a"), "died", &json!(3))));
+}
+
+/// The eight-at-a-time search stops exactly at the first quote, backslash or control character, wherever it sits
+/// in a word, and a run without one goes to the end.
+#[test]
+fn skip_plain_stops_at_the_first_special_byte_in_any_position() {
+    // 24 bytes are three whole words; 21 leave five for the byte loop after them.
+    for len in [24, 21] {
+        for special in [b'"', b'\\', 0x00, 0x1f] {
+            for at in 0..len - 2 {
+                let mut bytes = vec![b'a'; len];
+                bytes[at] = special;
+                bytes[at + 2] = b'"';
+                assert_eq!(skip_plain(&bytes, 0), at, "{special:#x} at {at} of {len}");
+                assert_eq!(skip_plain(&bytes, at + 1), at + 2);
+            }
+        }
+    }
+    assert_eq!(skip_plain(&[b' '; 19], 0), 19);
+    assert_eq!(skip_plain(&[0x7f, 0xc3, 0xa9, b'~', b'!', b'#', b'a', b'b', b'c'], 0), 9, "DEL and UTF-8 are plain");
+}
+
+/// Duplicate keys are found by any path: two empty keys (whose tag must still not read as a free slot), and
+/// objects too large for the tag table, with and without a repeated key.
+#[test]
+fn has_duplicates_finds_empty_keys_and_works_past_the_table() {
+    assert!(has_duplicates(&mut [&b""[..], &b""[..]]));
+    assert!(!has_duplicates(&mut [&b""[..], &b"a"[..]]));
+    // 40 keys whose tags all differ (first and last bytes): more than the 32-slot table could ever hold.
+    let names: Vec<String> = (0..40u8).map(|i| format!("{}-{}", char::from(b'a' + i / 10), i % 10)).collect();
+    let mut keys: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+    assert!(!has_duplicates(&mut keys));
+    keys.push(b"b-7");
+    assert!(has_duplicates(&mut keys));
 }

@@ -149,3 +149,12 @@ fn an_existing_registry_is_never_replaced_by_the_seed() {
     heal(&registry, Some(&seed), 1);
     assert_eq!(fs::read(&registry).unwrap(), b"{\"version\":1,\"sessions\":{\"x\":{}}}");
 }
+
+/// RG-12.4: only a taken quarantine name is retried; a registry that cannot be moved at all fails at once with
+/// the reason.
+#[test]
+fn a_quarantine_that_cannot_move_the_registry_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = registry::heal::quarantine(&dir.path().join("sessions.json")).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+}

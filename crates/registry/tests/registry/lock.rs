@@ -181,6 +181,69 @@ fn a_bogus_inherited_fd_is_refused() {
     }
 }
 
+/// RG-7.6: a descriptor of another file, even beside the lock file on the same device, is not the lock.
+#[test]
+fn an_inherited_fd_of_another_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry_in(&dir);
+    fs::write(&registry, b"{\"version\":1,\"sessions\":{}}\n").unwrap();
+    fs::write(registry.with_extension("json.lock"), b"").unwrap();
+    let neighbour = fs::File::open(&registry).unwrap();
+    let mut cmd = example_cmd("rmw");
+    cmd.arg(&registry).args(["x", "1"]).env("AGENT_BOX_REGISTRY_LOCK_FD", "9");
+    pass_fd(&mut cmd, neighbour.as_raw_fd(), 9);
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(75));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("AGENT_BOX_REGISTRY_LOCK_FD=9 is not an open descriptor of"));
+    assert_eq!(fs::read(&registry).unwrap(), b"{\"version\":1,\"sessions\":{}}\n");
+}
+
+/// RG-7.6: an inherited descriptor of the lock file is locked before the section runs; one the parent does not
+/// hold the lock on, while another holder does, is refused after the wait, and nothing is written.
+#[test]
+fn an_inherited_fd_without_the_lock_waits_for_it_and_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry_in(&dir);
+    let lock = registry.with_extension("json.lock");
+    registry::with_file_lock(&lock, Duration::ZERO, false, |_| {
+        let unlocked = fs::File::open(&lock).unwrap();
+        let mut cmd = example_cmd("rmw");
+        cmd.arg(&registry).args(["x", "1"]).env("AGENT_BOX_REGISTRY_LOCK_FD", "7").env("REGISTRY_LOCK_WAIT", "0");
+        pass_fd(&mut cmd, unlocked.as_raw_fd(), 7);
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(75), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(!registry.exists() || read_counter(&registry, "x") == 0);
+    })
+    .unwrap();
+}
+
+/// RG-7.6 item 3: a front end (here `rmw`) makes an inherited lock descriptor close-on-exec first thing, so no
+/// child it starts can keep the parent's lock alive.
+#[test]
+fn a_front_end_makes_an_inherited_lock_descriptor_close_on_exec() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry_in(&dir);
+    let gate = dir.path().join("gate");
+    registry::with_file_lock(&registry.with_extension("json.lock"), Duration::ZERO, false, |held| {
+        let mut cmd = example_cmd("rmw");
+        cmd.arg(&registry).args(["x", "1"]).env("AGENT_BOX_REGISTRY_LOCK_FD", "7").env("RMW_GATE", &gate);
+        pass_fd(&mut cmd, held.raw_fd(), 7);
+        let mut child = cmd.stdout(Stdio::null()).spawn().unwrap();
+        let fdinfo = format!("/proc/{}/fdinfo/7", child.id());
+        agent_box_tests::wait_until("the child's fd 7 to be close-on-exec", || close_on_exec(&fdinfo));
+        fs::write(&gate, b"").unwrap();
+        assert!(child.wait().unwrap().success());
+    })
+    .unwrap();
+}
+
+/// Whether `/proc/PID/fdinfo/FD` shows `O_CLOEXEC` in its octal `flags:` line.
+fn close_on_exec(fdinfo: &str) -> bool {
+    let text = fs::read_to_string(fdinfo).unwrap_or_default();
+    let flags = text.lines().find_map(|line| line.strip_prefix("flags:")).map(str::trim);
+    flags.and_then(|octal| u32::from_str_radix(octal, 8).ok()).is_some_and(|f| f & 0o2_000_000 != 0)
+}
+
 #[test]
 fn no_child_inherits_the_lock() {
     let dir = tempfile::tempdir().unwrap();
