@@ -176,7 +176,7 @@ impl Store {
         let changed = self
             .client
             .execute(
-                "UPDATE agent_box_claims SET term_end = now() - interval '1 second' WHERE assignment = $1 AND box = $2 AND life = $3 AND done_at IS NULL",
+                "UPDATE agent_box_claims SET term_end = now() - interval '1 second', renewed_at = now() WHERE assignment = $1 AND box = $2 AND life = $3 AND done_at IS NULL",
                 &[&assignment, &label, &life],
             )
             .map_err(|e| StoreError::from_pg(&e))?;
@@ -227,7 +227,9 @@ CREATE TABLE agent_box_boxes (box text PRIMARY KEY, seen_at timestamptz NOT NULL
 ";
 
 /// BX-4: insert, or take over a claim that is not done and whose term ended (or that is this box's already); then
-/// say who holds it.
+/// say who holds it. A term that ran out while the database itself was down proves nothing about its owner: a claim
+/// last renewed before the server's start is taken over only once the server has been up for a whole term, so that
+/// every live owner had its chance to renew (BX-11).
 const TAKE: &str = "
 WITH taken AS (
     INSERT INTO agent_box_claims AS c (assignment, box, life, term_end)
@@ -236,7 +238,9 @@ WITH taken AS (
         SET box = EXCLUDED.box, life = EXCLUDED.life, claimed_at = now(), renewed_at = now(),
             term_end = EXCLUDED.term_end,
             previous_box = CASE WHEN c.box = EXCLUDED.box THEN c.previous_box ELSE c.box END
-        WHERE c.done_at IS NULL AND (c.box = EXCLUDED.box OR c.term_end < now())
+        WHERE c.done_at IS NULL AND (c.box = EXCLUDED.box OR (c.term_end < now() AND (
+            c.renewed_at >= pg_postmaster_start_time()
+            OR pg_postmaster_start_time() < now() - make_interval(secs => $4))))
     RETURNING box, previous_box
 )
 SELECT true, box, previous_box, false FROM taken

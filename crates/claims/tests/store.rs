@@ -124,3 +124,46 @@ fn done_is_never_taken_again_and_a_release_is_taken_at_once() {
     let boxes = b.boxes().unwrap();
     assert_eq!((boxes.len(), boxes[0].box_label.as_str(), boxes[0].live.len()), (1, "box-b", 1));
 }
+
+/// Whether the server has been up for longer than `secs` (its own clock, as the take statement reads it).
+fn up_for_more_than(server: &Postgres, secs: u64) -> bool {
+    let sql = format!("SELECT now() - pg_postmaster_start_time() > interval '{secs} seconds'");
+    server.sql(ROLE, &sql).is_ok_and(|out| out.trim() == "t")
+}
+
+// BX-11
+#[test]
+fn a_term_that_ran_out_while_the_database_was_down_is_not_taken_over_before_the_owner_could_renew() {
+    let Some(server) = server() else { return };
+    let term = Duration::from_secs(2);
+    let mut a = open(&server, "box-a");
+    a.take("github:acme/x#1", "box-a", LIFE_A, term).unwrap();
+    a.take("github:acme/x#2", "box-a", LIFE_B, term).unwrap();
+    drop(a);
+    server.stop();
+    std::thread::sleep(term + Duration::from_millis(500));
+    server.resume().unwrap();
+    let (mut a, mut b) = (open(&server, "box-a"), open(&server, "box-b"));
+    assert!(!up_for_more_than(&server, 2), "the check below needs a server younger than the term");
+    assert_eq!(
+        b.take("github:acme/x#1", "box-b", LIFE_B, term).unwrap(),
+        Taken::Held { by: "box-a".into(), done: false },
+        "the term ran out while nobody could renew: the owner gets a term of the new server first"
+    );
+    assert_eq!(a.renew("box-a", &[LIFE_A.to_owned()], term).unwrap(), [LIFE_A], "the owner renews and keeps it");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let taken = loop {
+        let taken = b.take("github:acme/x#2", "box-b", LIFE_B, term).unwrap();
+        if matches!(taken, Taken::Won { .. }) || std::time::Instant::now() > deadline {
+            break taken;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(taken, Taken::Won { from: Some("box-a".into()) }, "an owner that did not renew loses it");
+    assert!(up_for_more_than(&server, 2), "taken over only once the server had been up for a term");
+    assert_eq!(
+        b.take("github:acme/x#1", "box-b", LIFE_B, term).unwrap(),
+        Taken::Held { by: "box-a".into(), done: false },
+        "the claim its owner renewed stays the owner's"
+    );
+}

@@ -17,8 +17,14 @@ use crate::log::Latch;
 use crate::messages;
 use crate::supervisor::{Supervisor, Tick};
 
-/// Claims are renewed at most this often.
-const RENEW_EVERY: Duration = Duration::from_secs(10);
+/// Claims are renewed at most this often…
+const RENEW_AT_MOST_EVERY: Duration = Duration::from_secs(10);
+
+/// …and at least four times per term: a box is fenced after half a term without a renewal (BX-9), so with a short
+/// term (10 s is allowed) a renewal every 10 s would fence every claimed pane between two renewals.
+pub(crate) fn renew_every(term: Duration) -> Duration {
+    RENEW_AT_MOST_EVERY.min(term / 4)
+}
 
 /// What the supervisor keeps of the claims database between ticks.
 #[derive(Debug)]
@@ -98,7 +104,7 @@ impl Supervisor {
     /// The tick's claims step: renewal, done marks, lost claims, fencing.
     pub(crate) fn tend_claims(&mut self, tick: &mut Tick) {
         let Some(state) = self.claims.as_mut() else { return };
-        if state.renewed_at.is_none_or(|at| at.elapsed() >= RENEW_EVERY) {
+        if state.renewed_at.is_none_or(|at| at.elapsed() >= renew_every(state.term())) {
             state.renewed_at = Some(Instant::now());
             self.renew(tick);
         }
@@ -352,5 +358,22 @@ impl Supervisor {
             }
         }
         waiting
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // BX-5, BX-9
+    #[test]
+    fn claims_are_renewed_every_ten_seconds_and_at_least_four_times_per_term() {
+        assert_eq!(renew_every(Duration::from_secs(90)), Duration::from_secs(10));
+        assert_eq!(renew_every(Duration::from_secs(40)), Duration::from_secs(10));
+        assert_eq!(renew_every(Duration::from_secs(10)), Duration::from_millis(2500));
+        for secs in [10, 11, 19, 20, 39, 90, 3600] {
+            let term = Duration::from_secs(secs);
+            assert!(renew_every(term) * 2 <= term / 2, "two renewals fit in the half term before fencing: {secs} s");
+        }
     }
 }
