@@ -4,42 +4,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use agent_box_tests::fixtures::webhook_spawn;
-use agent_box_tests::postgres::{PASSWORD, Postgres, ROLE};
+use agent_box_tests::postgres::{Postgres, ROLE};
 use agent_box_tests::{Sandbox, wait::wait_until_or};
 use serde_json::Value;
 
 /// A server, or a SKIP line when none can run here.
 pub fn server() -> Option<Postgres> {
-    match Postgres::start() {
-        Ok(server) => Some(server),
-        Err(why) => {
-            eprintln!("SKIP: several boxes: {why}");
-            None
-        }
-    }
+    agent_box_tests::boxes::server("several boxes")
 }
 
-/// A box sharing `server`'s claims database, labelled `label`, with `slots` session slots; the password in its env
-/// store (BX-1), never on a command line.
-pub fn a_box(server: &Postgres, k: usize, label: &str, slots: usize, term_secs: u64) -> Sandbox {
-    let mut sb = Sandbox::in_box_slot(k);
-    sb.set_env("AGENT_BOX_CLAIMS", server.connection(ROLE));
-    sb.set_env("AGENT_BOX_HOST_LABEL", label);
-    sb.set_env("AGENT_BOX_CLAIM_TERM", term_secs.to_string());
-    sb.set_env("AGENT_BOX_DEFAULT_AGENT", "tool");
-    sb.set_limit(&slots.to_string());
-    fs::create_dir_all(sb.home().join(".local/state/local-webhook")).unwrap();
-    let store = sb.home().join(".config/agent-box/env");
-    fs::create_dir_all(store.parent().unwrap()).unwrap();
-    fs::write(&store, format!("PGPASSWORD={PASSWORD}\n")).unwrap();
-    fs::set_permissions(&store, fs::Permissions::from_mode(0o600)).unwrap();
-    sb
-}
+pub use agent_box_tests::boxes::a_box;
 
 /// Delivery `id` of issue `number` to box `sb`, its agent `agent` (the fake agent of the harness): the exit code.
 pub fn deliver(sb: &Sandbox, id: &str, number: usize, agent: &str) -> i32 {
@@ -75,9 +52,7 @@ pub fn admissions(boxes: &[(&str, &Sandbox)]) -> BTreeMap<String, Vec<String>> {
 }
 
 fn claims_held(server: &Postgres) -> String {
-    server
-        .sql(ROLE, "SELECT assignment || ' ' || box || ' ' || (done_at IS NOT NULL) FROM agent_box_claims ORDER BY 1")
-        .unwrap_or_default()
+    agent_box_tests::boxes::claims_table(server)
 }
 
 // BX-4, BX-5, BX-6

@@ -3,6 +3,7 @@
 mod audit;
 mod boxes;
 mod boxes_cli;
+mod boxes_failures;
 mod chaos;
 mod envstore;
 mod faults;

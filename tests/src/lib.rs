@@ -1,11 +1,13 @@
 //! Test harness shared by the workspace's tests and by xtask (80-acceptance §1): product binaries, sandboxes
 //! with a temporary HOME and a private tmux server, fake agents, an in-memory fake tmux, baked epilogues, slots,
-//! held locks, deadline waits, a receiver stand-in and the intake burst, and a real systemd user manager for a test account.
+//! held locks, deadline waits, a receiver stand-in, the intake burst, several boxes on one claims database and their burst, and a real systemd user manager for a test account.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod agents;
 pub mod bake;
 pub mod bins;
+pub mod boxes;
+pub mod boxes_burst;
 pub mod chaos;
 pub mod fake_tmux;
 pub mod faults;
