@@ -4,7 +4,10 @@
 //! on `/run/user` holding `/run/user/<uid>` (0700, the user's), so nothing of the machine's `/run` changes; the
 //! shell moves itself into the delegated cgroup subtree ([`cgroup`]) and execs, as the user, `systemd --user` with
 //! `XDG_RUNTIME_DIR` set. `systemctl --user` reaches it through `$XDG_RUNTIME_DIR/systemd/private` (no D-Bus), from
-//! inside that namespace through `nsenter`.
+//! inside that namespace through `nsenter`. The namespace also has [`MEMINFO`] bound over `/proc/meminfo` and, when
+//! the machine has an `/etc/agent-box`, an empty tmpfs over it, so the installed default session limit (`auto`, one
+//! slot per GiB, RG-11.2) is the same on every machine: a machine's `/etc/agent-box/session-limit` of 4 once refused
+//! the test's fifth session.
 //!
 //! One run at a time on a machine (an flock on `/tmp/abx-systemd.lock`: the account name and cgroup names are the
 //! machine's). Dropping the value kills the subtree and every process of the account, removes the cgroups, the
@@ -99,6 +102,8 @@ impl UserManager {
     /// `unshare --mount` of the launch script, which execs (same pid) into `systemd --user` as the account.
     fn spawn(&mut self) {
         let log = fs::File::create(self.manager_log_path()).unwrap();
+        let meminfo = self.root.join("meminfo");
+        fs::write(&meminfo, MEMINFO).unwrap_or_else(|e| panic!("cannot write {}: {e}", meminfo.display()));
         let a = &self.account;
         let mut cmd = Command::new("unshare");
         cmd.args(["--mount", "--propagation", "private", "--", "/bin/sh", "-c", LAUNCH, "sh"])
@@ -106,6 +111,7 @@ impl UserManager {
             .arg(a.gid.to_string())
             .arg(&a.home)
             .arg(&a.name)
+            .arg(&meminfo)
             .args(&self.delegation.dirs)
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
@@ -229,11 +235,18 @@ impl UserManager {
     }
 }
 
-/// The launch script: `$1` uid, `$2` gid, `$3` HOME, `$4` user name, then the delegated cgroup directories. It runs
+/// What the manager's namespace sees as `/proc/meminfo`: 16 GiB, so 16 slots by default, more than the test's seven
+/// sessions need.
+pub const MEMINFO: &str = "MemTotal:       16777216 kB\n";
+
+/// The launch script: `$1` uid, `$2` gid, `$3` HOME, `$4` user name, `$5` the meminfo file to bind over
+/// `/proc/meminfo`, then the delegated cgroup directories. It runs
 /// in the new mount namespace as root, and execs the manager, so the pid `unshare` was started as is the manager's.
 const LAUNCH: &str = r#"set -eu
-uid=$1 gid=$2 home=$3 name=$4
-shift 4
+uid=$1 gid=$2 home=$3 name=$4 meminfo=$5
+shift 5
+mount --bind "$meminfo" /proc/meminfo
+if [ -d /etc/agent-box ]; then mount -t tmpfs -o mode=0755 tmpfs /etc/agent-box; fi
 mkdir -p /run/systemd /run/user
 mount -t tmpfs -o mode=0755 tmpfs /run/systemd
 mkdir /run/systemd/system
