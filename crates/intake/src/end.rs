@@ -54,3 +54,22 @@ pub fn remove_ended(queue: &Queue, log: &HookLog, id: &RecordId, record: &Record
     drop(log.append_intake(&line(record, id, "removed", now, None)));
     queue.remove_ended(id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // IN-10: an end line says how long the record waited since it was accepted (never a negative time).
+    #[test]
+    fn in10_an_end_line_says_how_long_the_record_waited() {
+        let record: Record = serde_json::from_value(serde_json::json!({
+            "//": "x", "version": 1, "key": "d-1", "assignment": "key:d-1", "source": "github",
+            "routingKey": "acme/x", "nameStem": "acme-x", "topic": "t", "note": "", "object": null, "harness": "tool",
+            "args": [], "seed": false, "filterDir": "/nonexistent", "user": "agent", "acceptedAt": "t", "batches": []
+        }))
+        .unwrap();
+        let id = RecordId::new(1_000 * 1_000_000_000, &record.assignment);
+        assert_eq!(line(&record, &id, "expired", 1_600, None).waited_seconds, 600);
+        assert_eq!(line(&record, &id, "expired", 400, None).waited_seconds, 0, "a clock set back");
+    }
+}

@@ -158,6 +158,21 @@ mod tests {
         assert_eq!(extra_args(Some(&huge)), (vec![], false));
     }
 
+    // W4: arguments up to 64 KiB of JSON are used; only a larger value is ignored.
+    #[test]
+    fn w4_args_of_up_to_64_kib_are_used() {
+        let exact = format!("[\"{}\"]", "a".repeat(JSON_LIMIT - 4));
+        assert_eq!(exact.len(), 64 * 1024);
+        assert_eq!(extra_args(Some(&exact)), (vec!["a".repeat(JSON_LIMIT - 4)], true));
+    }
+
+    // W1 (60-webhook-spawn §9.3): the key a warning names is in prose form, control characters made spaces.
+    #[test]
+    fn w1_names_the_key_in_prose_form() {
+        let batch = Batch { key: b"acme/x\n\tgo".to_vec(), ..Batch::default() };
+        assert_eq!(batch.key_prose(), "acme/x  go");
+    }
+
     #[test]
     fn harness_rules() {
         assert_eq!(harness(Some("claude"), Some("claude codex")), Ok("claude".into()));
@@ -183,6 +198,7 @@ mod tests {
         assert_eq!(seed_problem(&batch("acme/x", "github"), true, false), Ok(()));
         assert_eq!(seed_problem(&batch("", "github"), false, false), Err(None));
         assert!(matches!(seed_problem(&batch(&"k".repeat(1025), "github"), true, false), Err(Some(_))));
+        assert_eq!(seed_problem(&batch(&"k".repeat(1024), "github"), true, false), Ok(()), "1024 bytes is claimable");
         assert!(matches!(seed_problem(&batch("acme/x", "git hub"), true, true), Err(Some(_))));
     }
 }
