@@ -173,6 +173,32 @@ mod tests {
         assert_eq!(batch.key_prose(), "acme/x  go");
     }
 
+    fn profile_notes(config: Option<&str>, env_profile: Option<&str>) -> Vec<String> {
+        let mut out = Out::new();
+        report_profiles(config, env_profile, "claude", &mut out);
+        out.notes().to_vec()
+    }
+
+    // W6: a profile named by the watch's spawnConfig or by AGENT_BOX_HOOK_PROFILE is reported as not used; an
+    // empty one names nothing.
+    #[test]
+    fn w6_a_named_profile_is_reported_as_not_used() {
+        let from_config = profile_notes(Some(r#"{"profile":"fast"}"#), None);
+        assert_eq!(from_config, [messages::profile_ignored("fast", "the watch's spawnConfig", "claude")]);
+        let from_env = profile_notes(None, Some("slow"));
+        assert_eq!(from_env, [messages::profile_ignored("slow", "AGENT_BOX_HOOK_PROFILE", "claude")]);
+        assert!(profile_notes(Some(r#"{"profile":""}"#), Some("")).is_empty());
+        assert!(profile_notes(Some(r#"{"other":1}"#), None).is_empty(), "a config object without a profile");
+    }
+
+    // W5: a CONFIG that is not a JSON object is ignored with a warning.
+    #[test]
+    fn w5_a_config_that_is_not_an_object_is_reported() {
+        assert_eq!(profile_notes(Some("[1]"), None), [messages::CONFIG_UNUSABLE]);
+        assert_eq!(profile_notes(Some("not json"), None), [messages::CONFIG_UNUSABLE]);
+        assert!(profile_notes(Some(""), None).is_empty(), "empty reads as unset");
+    }
+
     #[test]
     fn harness_rules() {
         assert_eq!(harness(Some("claude"), Some("claude codex")), Ok("claude".into()));
