@@ -7,6 +7,7 @@ mod world;
 
 use std::fs;
 
+use agent_box_types::intake::How;
 use base::SessionName;
 use intake::admit::{Admission, Recovered, admit_next, recover};
 use intake::queue::{Intent, RecordId};
@@ -238,4 +239,123 @@ fn in12_an_intent_of_an_unreadable_record_is_removed_without_clearing_it() {
     assert_eq!(world.locked(recover), []);
     let listing = world.queue.list().unwrap();
     assert!(listing.intents.is_empty() && listing.queued == [id], "{listing:?}");
+}
+
+const OWNER: &str = "hook-owner-0001";
+
+/// A listed session [`OWNER`] (its entry with `extra` fields) holding an open lease of `topic` and `object`.
+fn owner_with_lease(world: &World, topic: &str, object: &str, extra: &[(&str, serde_json::Value)]) {
+    // A slot beside the owner, so a record it does not claim is admitted.
+    world.limit(4);
+    let owner = SessionName::parse(OWNER).unwrap();
+    let life = lease::Gen::random();
+    let spawn = SpawnRecord {
+        name: &owner,
+        topic,
+        event: "issues",
+        object: Some(object),
+        count: Some(1),
+        intake: None,
+        claim: None,
+    };
+    world.leases.create_with_spawn(&spawn, life.clone(), &world.log).unwrap();
+    world.locked(|_, guard| {
+        let mut doc = read_for_write(guard.registry()).unwrap();
+        let mut entry = intake::session::entry(&record("d-0", object), "prompt", life.as_str(), NOW);
+        for (key, value) in extra {
+            entry.insert((*key).to_owned(), value.clone());
+        }
+        doc.insert_new(&owner, entry).unwrap();
+        write_document(guard, &doc).unwrap();
+    });
+}
+
+// IN-14: a live session's open lease of the record's topic and object claims it: the record ends `claimed` by it.
+#[test]
+fn in14_an_open_lease_of_the_same_object_claims_the_record() {
+    let world = World::new();
+    owner_with_lease(&world, "github:acme/x", "7", &[]);
+    world.queued("d-1", 1);
+    let answer = world.locked(admit_next);
+    let Admission::Claimed { by, key } = answer else { panic!("{answer:?}") };
+    assert_eq!((by.as_str(), key.as_str()), (OWNER, "d-1"));
+    assert_eq!(world.queue.tombstone("d-1", std::time::SystemTime::now()).map(|t| t.how), Some(How::Claimed));
+    assert_eq!(world.log_count("claimed"), 1);
+    assert_eq!(world.registry().names().count(), 1, "no session beside the owner");
+}
+
+// IN-14: a lease of another object or another topic does not claim the record.
+#[test]
+fn in14_a_lease_of_another_object_or_topic_does_not_claim() {
+    for (topic, object) in [("github:acme/x", "8"), ("github:acme/y", "7")] {
+        let world = World::new();
+        owner_with_lease(&world, topic, object, &[]);
+        world.queued("d-1", 1);
+        let answer = world.locked(admit_next);
+        assert!(matches!(answer, Admission::Admitted(_)), "{topic} {object}: {answer:?}");
+    }
+}
+
+// IN-14: only a session that is not stopped and not crashed claims.
+#[test]
+fn in14_a_stopped_or_crashed_session_does_not_claim() {
+    for extra in [("stopped", serde_json::json!(true)), ("died", serde_json::json!("2025-12-02T13:00:00Z"))] {
+        let world = World::new();
+        owner_with_lease(&world, "github:acme/x", "7", std::slice::from_ref(&extra));
+        world.queued("d-1", 1);
+        assert!(matches!(world.locked(admit_next), Admission::Admitted(_)), "{extra:?}");
+    }
+}
+
+// IN-14: an unseeded record claims nothing, so nothing claims it.
+#[test]
+fn in14_an_unseeded_record_is_never_claimed() {
+    let world = World::new();
+    owner_with_lease(&world, "github:acme/x", "7", &[]);
+    let mut plain = record("d-1", "7");
+    plain.seed = false;
+    world.queued_record(&plain, 1);
+    assert!(matches!(world.locked(admit_next), Admission::Admitted(_)));
+}
+
+/// A listed session [`OWNER`] without a lease whose claim filter is the one an admission of `claimed` writes,
+/// with `enabled` as given.
+fn owner_with_filter(world: &World, claimed: &agent_box_types::intake::Record, enabled: bool) {
+    world.limit(4);
+    let owner = SessionName::parse(OWNER).unwrap();
+    intake::session::write_filter(claimed, &owner, NOW).unwrap();
+    if !enabled {
+        let path = world.paths.filter_file(&owner);
+        let mut filter: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        filter["enabled"] = serde_json::json!(false);
+        fs::write(&path, filter.to_string()).unwrap();
+    }
+    world.locked(|_, guard| {
+        let mut doc = read_for_write(guard.registry()).unwrap();
+        doc.insert_new(&owner, intake::session::entry(claimed, "prompt", "life", NOW)).unwrap();
+        write_document(guard, &doc).unwrap();
+    });
+}
+
+// IN-14: a session whose claim filter on the record's own topic holds for its newest event claims it.
+#[test]
+fn in14_a_claim_filter_that_holds_for_the_newest_event_claims_the_record() {
+    let world = World::new();
+    let dir = world.paths.webhook_state_dir().display().to_string();
+    owner_with_filter(&world, &record_in("d-0", "7", &dir), true);
+    world.queued("d-1", 1);
+    let answer = world.locked(admit_next);
+    assert!(matches!(&answer, Admission::Claimed { by, .. } if by == OWNER), "{answer:?}");
+}
+
+// IN-14: a filter for another object, or one that is disabled, claims nothing.
+#[test]
+fn in14_a_filter_of_another_object_or_disabled_does_not_claim() {
+    for (object, enabled) in [("8", true), ("7", false)] {
+        let world = World::new();
+        let dir = world.paths.webhook_state_dir().display().to_string();
+        owner_with_filter(&world, &record_in("d-0", object, &dir), enabled);
+        world.queued("d-1", 1);
+        assert!(matches!(world.locked(admit_next), Admission::Admitted(_)), "{object} {enabled}");
+    }
 }

@@ -184,7 +184,12 @@ mod tests {
     #[test]
     fn w6_a_named_profile_is_reported_as_not_used() {
         let from_config = profile_notes(Some(r#"{"profile":"fast"}"#), None);
-        assert_eq!(from_config, [messages::profile_ignored("fast", "the watch's spawnConfig", "claude")]);
+        assert_eq!(
+            from_config,
+            [
+                "profile 'fast' (from the watch's spawnConfig) is not used: agent profiles are not part of this build; starting claude"
+            ]
+        );
         let from_env = profile_notes(None, Some("slow"));
         assert_eq!(from_env, [messages::profile_ignored("slow", "AGENT_BOX_HOOK_PROFILE", "claude")]);
         assert!(profile_notes(Some(r#"{"profile":""}"#), Some("")).is_empty());
