@@ -93,4 +93,12 @@ mod tests {
         );
         assert_eq!(bounds(&[(MAX_AGE_ENV, "604801")]).1.len(), 1, "never past the redelivery window");
     }
+
+    // IN-9: the maximum age the supervisor expires by and `queue` shows is the configured number of seconds.
+    #[test]
+    fn in9_the_maximum_age_is_the_configured_seconds() {
+        assert_eq!(Bounds::default().max_age(), 86_400);
+        assert_eq!(bounds(&[(MAX_AGE_ENV, "600")]).0.max_age(), 600);
+        assert_eq!(Bounds { max_records: 1, max_age_secs: u64::MAX }.max_age(), i64::MAX, "saturates");
+    }
 }

@@ -161,6 +161,16 @@ mod tests {
         assert!(parse_meta(Some(&huge)).is_none());
     }
 
+    // 60-webhook-spawn §6.2: META up to 64 KiB is read; only a larger one is unusable.
+    #[test]
+    fn meta_of_up_to_64_kib_is_read() {
+        let padded = |len: usize| format!("{{\"number\":7,\"x\":\"{}\"}}", "a".repeat(len - 19));
+        let exact = padded(64 * 1024);
+        assert_eq!(exact.len(), 64 * 1024);
+        assert_eq!(parse_meta(Some(&exact)).and_then(|m| m.number), Some(7));
+        assert_eq!(parse_meta(Some(&padded(64 * 1024 + 1))), None);
+    }
+
     #[test]
     fn predicate_shapes() {
         let number = predicate(meta(r#"{"number":"4242","sha":"da73cb12"}"#).as_ref()).unwrap();

@@ -54,3 +54,52 @@ pub fn remove_ended(queue: &Queue, log: &HookLog, id: &RecordId, record: &Record
     drop(log.append_intake(&line(record, id, "removed", now, None)));
     queue.remove_ended(id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Record {
+        serde_json::from_value(serde_json::json!({
+            "//": "x", "version": 1, "key": "d-1", "assignment": "key:d-1", "source": "github",
+            "routingKey": "acme/x", "nameStem": "acme-x", "topic": "t", "note": "", "object": null, "harness": "tool",
+            "args": [], "seed": false, "filterDir": "/nonexistent", "user": "agent", "acceptedAt": "t", "batches": []
+        }))
+        .unwrap()
+    }
+
+    // IN-10: an expired record is kept under ended/ as an unresolved row, with its outcome and when it ended.
+    #[test]
+    fn in10_an_expired_record_is_kept_with_its_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let (queue, log) = (Queue::new(dir.path().join("queue")), HookLog::new(dir.path().join("hook.jsonl")));
+        let id = RecordId::new(1, "key:d-1");
+        queue.create(&id, &record()).unwrap();
+        end(&queue, &log, &id, &record(), How::Expired, 1_600, None).unwrap();
+        let kept = queue.read_ended(&id).unwrap();
+        assert_eq!(kept.outcome.as_deref(), Some("expired"));
+        assert_eq!(kept.ended_at, Some(base::time::format_iso(1_600)));
+    }
+
+    // IN-15: `queue rm` of an expired row removes it, with a `removed` line.
+    #[test]
+    fn in15_removing_an_ended_row_deletes_it_with_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let (queue, log) = (Queue::new(dir.path().join("queue")), HookLog::new(dir.path().join("hook.jsonl")));
+        let id = RecordId::new(1, "key:d-1");
+        queue.keep_ended(&id, &record()).unwrap();
+        remove_ended(&queue, &log, &id, &record(), 1_600).unwrap();
+        assert!(queue.ended().unwrap().is_empty());
+        let text = std::fs::read_to_string(dir.path().join("hook.jsonl")).unwrap();
+        assert!(text.contains(r#""how":"removed""#), "{text}");
+    }
+
+    // IN-10: an end line says how long the record waited since it was accepted (never a negative time).
+    #[test]
+    fn in10_an_end_line_says_how_long_the_record_waited() {
+        let record = record();
+        let id = RecordId::new(1_000 * 1_000_000_000, &record.assignment);
+        assert_eq!(line(&record, &id, "expired", 1_600, None).waited_seconds, 600);
+        assert_eq!(line(&record, &id, "expired", 400, None).waited_seconds, 0, "a clock set back");
+    }
+}

@@ -105,6 +105,26 @@ mod tests {
         assert!(delivery_ids(Some(&format!(r#"{{"delivery":"{long}"}}"#))).is_empty());
     }
 
+    // IN-3: a batch names at most 1000 delivery ids; the first 1000 are kept.
+    #[test]
+    fn in3_a_batch_keeps_at_most_1000_delivery_ids() {
+        let ids: Vec<String> = (0..=DELIVERY_IDS_LIMIT).map(|i| format!("id-{i}")).collect();
+        let meta = serde_json::json!({ "deliveries": ids }).to_string();
+        let kept = delivery_ids(Some(&meta));
+        assert_eq!(kept.len(), DELIVERY_IDS_LIMIT);
+        assert_eq!(kept.last().map(String::as_str), Some("id-999"));
+    }
+
+    // IN-5: the assignment's object is META's canonical number, else its sha, else none.
+    #[test]
+    fn in5_the_object_is_the_number_else_the_sha() {
+        let meta = |raw: &str| crate::claim::parse_meta(Some(raw));
+        assert_eq!(object(meta(r#"{"number":"007","sha":"da73cb12"}"#).as_ref()).as_deref(), Some("7"));
+        assert_eq!(object(meta(r#"{"sha":"da73cb12"}"#).as_ref()).as_deref(), Some("da73cb12"));
+        assert_eq!(object(meta("{}").as_ref()), None);
+        assert_eq!(object(None), None);
+    }
+
     #[test]
     fn input_keys_tell_batches_apart() {
         let base = Inputs {

@@ -29,3 +29,23 @@ pub fn write(state_dir: &Path, label: &str, term_secs: u64) -> io::Result<()> {
 pub fn remove(state_dir: &Path) -> io::Result<()> {
     registry::remove_durable(&path(state_dir))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // BX-1: the marker says a claims database is configured while it is there, under the state directory.
+    #[test]
+    fn bx1_the_marker_says_a_claims_database_is_configured() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        assert!(!configured(&state), "no marker, no database");
+        write(&state, "box-a", 300).unwrap();
+        assert_eq!(path(&state), state.join("claims.json"));
+        let body: serde_json::Value = serde_json::from_slice(&std::fs::read(path(&state)).unwrap()).unwrap();
+        assert_eq!(body, serde_json::json!({"version": 1, "box": "box-a", "termSecs": 300}));
+        assert!(configured(&state));
+        remove(&state).unwrap();
+        assert!(!configured(&state));
+    }
+}

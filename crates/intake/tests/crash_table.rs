@@ -4,113 +4,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeSet;
+mod world;
+
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use agent_box_types::intake::{Batch, How, RECORD_NOTE, Record};
-use intake::admit::{Recovered, Site, recover};
-use intake::queue::{Intent, Queue, RecordId};
+use agent_box_types::intake::How;
+use intake::admit::{Recovered, recover};
+use intake::queue::Intent;
 use intake::{Accepted, Bounds, Incoming, accept};
-use lease::{HookLog, LeaseDir};
-use registry::{LockPolicy, Paths};
-
-const NOW: i64 = 1_764_681_600;
-
-struct World {
-    _dir: tempfile::TempDir,
-    paths: Paths,
-    queue: Queue,
-    leases: LeaseDir,
-    log: HookLog,
-}
-
-impl World {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::for_root(&dir.path().join("home"), "agent");
-        fs::create_dir_all(paths.registry().parent().unwrap()).unwrap();
-        registry::write_atomic(paths.registry(), &registry::Document::empty().to_bytes()).unwrap();
-        let queue = Queue::new(paths.queue_dir());
-        let (leases, log) = (LeaseDir::new(paths.lease_dir()), HookLog::new(paths.hook_log()));
-        Self { _dir: dir, paths, queue, leases, log }
-    }
-
-    /// Runs `step` with the site of an empty live set, under the registry lock.
-    fn locked<R>(&self, step: impl FnOnce(&Site<'_>, &registry::RegistryLock) -> R) -> R {
-        let live = Ok(BTreeSet::new());
-        let peers = String::new;
-        let site = Site {
-            paths: &self.paths,
-            queue: &self.queue,
-            leases: &self.leases,
-            log: &self.log,
-            live: &live,
-            peers: &peers,
-            now: NOW,
-            admit_at_once: true,
-        };
-        registry::with_lock(self.paths.registry(), Duration::from_secs(5), LockPolicy::SUPERVISOR, |guard| {
-            step(&site, guard)
-        })
-        .unwrap()
-    }
-
-    fn queued(&self, key: &str, seq: u64) -> RecordId {
-        let record = record(key, "7");
-        let id = RecordId::new(seq, &record.assignment);
-        self.queue.create(&id, &record).unwrap();
-        id
-    }
-
-    fn log_count(&self, how: &str) -> usize {
-        let text = fs::read_to_string(self.paths.hook_log()).unwrap_or_default();
-        text.lines().filter(|l| l.contains(&format!("\"how\":\"{how}\""))).count()
-    }
-}
-
-/// A claimable batch of issue `object` with delivery id `key`.
-fn record(key: &str, object: &str) -> Record {
-    let meta = format!(r#"{{"number":"{object}","delivery":"{key}"}}"#);
-    Record {
-        note_text: RECORD_NOTE.to_owned(),
-        version: 1,
-        key: key.to_owned(),
-        assignment: format!("github:acme/x#{object}"),
-        source: "github".into(),
-        routing_key: "acme/x".into(),
-        name_stem: "acme-x".into(),
-        topic: "github:acme/*".into(),
-        note: String::new(),
-        object: Some(object.to_owned()),
-        harness: "tool".into(),
-        args: Vec::new(),
-        seed: true,
-        filter_dir: "/nonexistent".into(),
-        user: "agent".into(),
-        accepted_at: base::time::format_iso(NOW),
-        batches: vec![Batch {
-            keys: vec![key.to_owned()],
-            at: base::time::format_iso(NOW),
-            event: "issues".into(),
-            count: Some(1),
-            meta: Some(meta),
-            text: format!("[github] issue #{object} opened ({key})"),
-        }],
-        outcome: None,
-        ended_at: None,
-        notified_at: None,
-        notify: None,
-        elsewhere: None,
-    }
-}
-
-fn intent(world: &World, id: &RecordId) {
-    let intent =
-        Intent { name: "hook-acme-x-1a2b".into(), lease_gen: lease::Gen::random().to_string(), at: "t".into() };
-    world.queue.write_intent(id, &intent).unwrap();
-}
+use world::{NOW, World, intent, record};
 
 // IN-12, the last row: an end line written, its tombstones not: the next tick ends the record again.
 #[test]

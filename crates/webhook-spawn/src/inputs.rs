@@ -158,6 +158,52 @@ mod tests {
         assert_eq!(extra_args(Some(&huge)), (vec![], false));
     }
 
+    // W4: arguments up to 64 KiB of JSON are used; only a larger value is ignored.
+    #[test]
+    fn w4_args_of_up_to_64_kib_are_used() {
+        let exact = format!("[\"{}\"]", "a".repeat(JSON_LIMIT - 4));
+        assert_eq!(exact.len(), 64 * 1024);
+        assert_eq!(extra_args(Some(&exact)), (vec!["a".repeat(JSON_LIMIT - 4)], true));
+    }
+
+    // W1 (60-webhook-spawn §9.3): the key a warning names is in prose form, control characters made spaces.
+    #[test]
+    fn w1_names_the_key_in_prose_form() {
+        let batch = Batch { key: b"acme/x\n\tgo".to_vec(), ..Batch::default() };
+        assert_eq!(batch.key_prose(), "acme/x  go");
+    }
+
+    fn profile_notes(config: Option<&str>, env_profile: Option<&str>) -> Vec<String> {
+        let mut out = Out::new();
+        report_profiles(config, env_profile, "claude", &mut out);
+        out.notes().to_vec()
+    }
+
+    // W6: a profile named by the watch's spawnConfig or by AGENT_BOX_HOOK_PROFILE is reported as not used; an
+    // empty one names nothing.
+    #[test]
+    fn w6_a_named_profile_is_reported_as_not_used() {
+        let from_config = profile_notes(Some(r#"{"profile":"fast"}"#), None);
+        assert_eq!(
+            from_config,
+            [
+                "profile 'fast' (from the watch's spawnConfig) is not used: agent profiles are not part of this build; starting claude"
+            ]
+        );
+        let from_env = profile_notes(None, Some("slow"));
+        assert_eq!(from_env, [messages::profile_ignored("slow", "AGENT_BOX_HOOK_PROFILE", "claude")]);
+        assert!(profile_notes(Some(r#"{"profile":""}"#), Some("")).is_empty());
+        assert!(profile_notes(Some(r#"{"other":1}"#), None).is_empty(), "a config object without a profile");
+    }
+
+    // W5: a CONFIG that is not a JSON object is ignored with a warning.
+    #[test]
+    fn w5_a_config_that_is_not_an_object_is_reported() {
+        assert_eq!(profile_notes(Some("[1]"), None), [messages::CONFIG_UNUSABLE]);
+        assert_eq!(profile_notes(Some("not json"), None), [messages::CONFIG_UNUSABLE]);
+        assert!(profile_notes(Some(""), None).is_empty(), "empty reads as unset");
+    }
+
     #[test]
     fn harness_rules() {
         assert_eq!(harness(Some("claude"), Some("claude codex")), Ok("claude".into()));
@@ -183,6 +229,7 @@ mod tests {
         assert_eq!(seed_problem(&batch("acme/x", "github"), true, false), Ok(()));
         assert_eq!(seed_problem(&batch("", "github"), false, false), Err(None));
         assert!(matches!(seed_problem(&batch(&"k".repeat(1025), "github"), true, false), Err(Some(_))));
+        assert_eq!(seed_problem(&batch(&"k".repeat(1024), "github"), true, false), Ok(()), "1024 bytes is claimable");
         assert!(matches!(seed_problem(&batch("acme/x", "git hub"), true, true), Err(Some(_))));
     }
 }

@@ -200,7 +200,7 @@ fn ensure_tool() -> Result<(), u8> {
             return Err(exit::SETUP);
         }
     }
-    seed_build_dir().map_err(|err| {
+    seed_build_dir().and_then(|()| build_bins()).map_err(|err| {
         eprintln!("mutants: cannot prepare {}: {err}", run::display_from_root(&build_dir()));
         exit::SETUP
     })
@@ -226,6 +226,17 @@ fn seed_build_dir() -> io::Result<()> {
     cmd.arg("-a").arg(&source).arg(&seeded);
     let status = run::status(&mut cmd)?;
     if status.success() { Ok(()) } else { Err(io::Error::other(format!("cp exited with {status}"))) }
+}
+
+/// why: cargo-mutants builds only the mutated package, but its tests may run other products: webhook-spawn's
+/// sandbox takes the epilogue (`agent-box-mark-stopped`) from the build directory. A seed from a `cargo test -p`
+/// build lacks them and the baseline fails; building every binary here, unmutated, also keeps them current with
+/// the checkout (a no-op when nothing changed).
+fn build_bins() -> io::Result<()> {
+    let mut cmd = run::command("nice");
+    cmd.args(["-n", "19", "cargo", "build", "--workspace", "--bins"]).env("CARGO_TARGET_DIR", build_dir());
+    let status = run::status(&mut cmd)?;
+    if status.success() { Ok(()) } else { Err(io::Error::other(format!("cargo build exited with {status}"))) }
 }
 
 /// Runs `cmd` in a process group of its own; after `budget`, interrupts the group (cargo-mutants then stops its
